@@ -1,0 +1,342 @@
+"""ConditionalTSNE: the scikit-learn estimator (validation and orchestration only)."""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+import time
+import warnings
+
+import numba
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+
+from .affinity import joint_affinities, n_neighbors_for
+from .gradient import ConditionalGradient
+from .initialization import initial_embedding
+from .optimizer import OptimizerState, auto_learning_rate, gradient_descent
+from .prior import make_prior
+
+__all__ = ["ConditionalTSNE"]
+
+_METHODS = ("auto", "exact", "bh", "fft")
+_MAX_DIMS = {"bh": 3, "fft": 2}
+
+
+@contextlib.contextmanager
+def _threads(n_jobs: int | None):
+    """Limit numba's threads for the duration of a fit."""
+    if n_jobs is None or n_jobs == -1:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def _check_X(X) -> np.ndarray:
+    if hasattr(X, "toarray"):
+        raise TypeError("X is a sparse matrix; pass a dense array (X.toarray())")
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"X must be a numeric array of shape (n_samples, n_features): {exc}") from None
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features), got shape {X.shape}; "
+            + ("use X.reshape(-1, 1) for a single feature" if X.ndim == 1 else "flatten the features")
+        )
+    if not np.all(np.isfinite(X)):
+        bad = np.argwhere(~np.isfinite(X))
+        rows = ", ".join(str(r) for r in np.unique(bad[:, 0])[:10])
+        raise ValueError(
+            f"X has {len(bad)} NaN or infinite value(s) (rows {rows}{' …' if len(bad) > 10 else ''}); "
+            "impute or drop them first"
+        )
+    return X
+
+
+class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Conditional t-SNE: a t-SNE embedding that factors out known labels.
+
+    Pairs of points in the same prior class get weight α', pairs in different classes
+    β' (paper Eq. 4 ties them: ``α'ρ + β'(1 − ρ) = 1``). With β' < 1 the embedding no
+    longer needs to show the prior, so other structure appears; β' > 1 strengthens it;
+    ``prior=None`` (or β' = 1) is plain t-SNE.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+        Output dimensions (Barnes-Hut up to 3, FFT up to 2, exact any).
+    perplexity : float, default 30
+        Effective number of neighbours; ``k = min(n − 1, 3·perplexity)`` neighbours are used.
+    beta : float, default 0.01
+        β', the weight of pairs in different classes (the paper's rule of thumb).
+    alpha : float, optional
+        α' instead of β' (then ``beta`` is ignored).
+    combine : {"joint", "product"}, default "joint"
+        Several priors as joint classes (the paper's f₁₋₆) or as independent factors.
+    missing : {"class", "error"}, default "class"
+        A missing label (None, NaN, pandas NA) is a class of its own, or an error.
+    method : {"auto", "exact", "bh", "fft"}, default "auto"
+        Repulsion engine; "auto" chooses per class by size and output dimension.
+    theta : float, default 0.5
+        Barnes-Hut opening angle.
+    early_exaggeration : float, default 12
+    early_exaggeration_iter : int, default 250
+    n_iter : int, default 500
+        Iterations after the early-exaggeration phase.
+    learning_rate : float or "auto", default "auto"
+        "auto" is ``max(n / (4·exaggeration), 50)`` per phase (factor-4 gradient).
+    init : {"pca", "random"} or ndarray (n, n_components), default "pca"
+    neighbors : {"auto", "exact", "approx"}, default "auto"
+    metric : str, default "euclidean"
+    max_step_norm : float or None, default 5
+        Cap on each point's step length per iteration.
+    random_state : int, Generator or None
+        Seeds the initialisation and the approximate neighbour search.
+    n_jobs : int or None
+        Threads for the numba kernels (None: all).
+    verbose : bool, default False
+        Progress bars (tqdm) for the affinities and the optimisation, with the KL.
+    callbacks : callable or list of callables (iteration, kl, embedding) -> stop?
+    callbacks_every_iters : int, default 50
+
+    Attributes
+    ----------
+    embedding_ : ndarray (n, n_components)
+    kl_divergence_ : float
+        Final KL(P‖R) with the true (not exaggerated) P.
+    alpha_, beta_ : float or ndarray
+        The weights used (one per prior with ``combine="product"``); 1.0 for plain t-SNE.
+    prior_ : Prior or None
+    P_ : csr_matrix (n, n)
+        Input affinities, symmetric, summing to 1.
+    n_iter_ : int
+        Iterations run in total.
+    interrupted_ : bool
+        True when Ctrl-C stopped the last optimisation; ``embedding_`` is then partial.
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        perplexity: float = 30.0,
+        beta: float | None = 0.01,
+        alpha: float | None = None,
+        combine: str = "joint",
+        missing: str = "class",
+        method: str = "auto",
+        theta: float = 0.5,
+        early_exaggeration: float = 12.0,
+        early_exaggeration_iter: int = 250,
+        n_iter: int = 500,
+        learning_rate: float | str = "auto",
+        init="pca",
+        neighbors: str = "auto",
+        metric: str = "euclidean",
+        max_step_norm: float | None = 5.0,
+        random_state=None,
+        n_jobs: int | None = None,
+        verbose: bool = False,
+        callbacks=None,
+        callbacks_every_iters: int = 50,
+    ):
+        self.n_components = n_components
+        self.perplexity = perplexity
+        self.beta = beta
+        self.alpha = alpha
+        self.combine = combine
+        self.missing = missing
+        self.method = method
+        self.theta = theta
+        self.early_exaggeration = early_exaggeration
+        self.early_exaggeration_iter = early_exaggeration_iter
+        self.n_iter = n_iter
+        self.learning_rate = learning_rate
+        self.init = init
+        self.neighbors = neighbors
+        self.metric = metric
+        self.max_step_norm = max_step_norm
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.callbacks_every_iters = callbacks_every_iters
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self, n: int) -> None:
+        def positive_int(name, allow_zero=False):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or v < (0 if allow_zero else 1):
+                raise ValueError(f"{name} must be an integer ≥ {0 if allow_zero else 1}, got {v!r}")
+
+        positive_int("n_components")
+        positive_int("n_iter", allow_zero=True)
+        positive_int("early_exaggeration_iter", allow_zero=True)
+        positive_int("callbacks_every_iters")
+        if self.method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
+        limit = _MAX_DIMS.get(self.method)
+        if limit is not None and self.n_components > limit:
+            raise ValueError(
+                f"method={self.method!r} supports up to {limit} output dimensions, got "
+                f"n_components={self.n_components}; use method='exact' or fewer components"
+            )
+        if not isinstance(self.perplexity, numbers.Real) or not self.perplexity > 0:
+            raise ValueError(f"perplexity must be a positive number, got {self.perplexity!r}")
+        if n < 3:
+            raise ValueError(f"t-SNE needs at least 3 points, X has {n}")
+        k = n_neighbors_for(self.perplexity, n)
+        if self.perplexity >= k:
+            raise ValueError(
+                f"perplexity={self.perplexity} is too large for {n} points: it must be below "
+                f"n − 1 = {n - 1} (the neighbours available); use perplexity ≤ {max(1, (n - 2) // 3)} "
+                "or more points"
+            )
+        for name in ("theta", "early_exaggeration"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number ≥ 0, got {v!r}")
+        if not (self.learning_rate == "auto" or (
+                isinstance(self.learning_rate, numbers.Real) and self.learning_rate > 0)):
+            raise ValueError(f"learning_rate must be 'auto' or a positive number, got "
+                             f"{self.learning_rate!r}")
+        if self.neighbors not in ("auto", "exact", "approx"):
+            raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {self.neighbors!r}")
+        if self.beta is None and self.alpha is None:
+            raise ValueError("give beta or alpha (beta=0.01 is the paper's rule of thumb)")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, prior=None) -> ConditionalTSNE:
+        """Embed ``X`` factoring out ``prior``; see :meth:`fit_transform`."""
+        self.fit_transform(X, prior)
+        return self
+
+    def fit_transform(self, X, prior=None, y=None) -> np.ndarray:
+        """Embed ``X`` (n, p) factoring out ``prior`` and return the embedding.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        prior : labels (n,), labels (n, m), list of label arrays, DataFrame, or None
+            The known structure to factor out; any hashable values. ``None`` is t-SNE.
+            (Second positional argument, so the estimator works in a Pipeline.)
+        y : ignored
+        """
+        X = _check_X(X)
+        n = X.shape[0]
+        self._check_params(n)
+        self.prior_ = make_prior(prior, n, beta=self.beta, alpha=self.alpha,
+                                 combine=self.combine, missing=self.missing)
+        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state)
+        self.n_features_in_ = X.shape[1]
+        self._n_features_out = self.n_components
+        if self.prior_ is None:
+            self.alpha_ = self.beta_ = 1.0
+        else:
+            a, b = self.prior_.alphas, self.prior_.betas
+            self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
+            self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
+
+        with _threads(self.n_jobs):
+            self.P_ = self._affinities(X)
+            self.embedding_ = Y0
+            self._state = OptimizerState.fresh(Y0.shape)
+            self.n_iter_ = 0
+            self.interrupted_ = False
+            self._run(self.early_exaggeration_iter, self.early_exaggeration, 0.5)
+            if not self.interrupted_:
+                self._run(self.n_iter, 1.0, 0.8)
+        return self.embedding_
+
+    def _affinities(self, X: np.ndarray):
+        t0 = time.perf_counter()
+        bar = None
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=X.shape[0], desc="neighbours", unit="pt", leave=False)
+
+        def progress(done, total):
+            bar.update(done - bar.n)
+
+        P = joint_affinities(X, self.perplexity, neighbors=self.neighbors, metric=self.metric,
+                             random_state=self.random_state, n_jobs=self.n_jobs,
+                             progress=progress if bar is not None else None)
+        if bar is not None:
+            bar.close()
+            print(f"affinities: {X.shape[0]} points, {P.nnz} non-zeros, "
+                  f"{time.perf_counter() - t0:.1f} s")
+        return P
+
+    def _gradient(self) -> ConditionalGradient:
+        method = self.method
+        if method == "auto" and self.n_components > 3:
+            method = "exact"
+        return ConditionalGradient(self.P_, self.prior_, self.n_components, method,
+                                   {"bh": {"theta": self.theta}})
+
+    def _run(self, n_iter: int, exaggeration: float, momentum: float,
+             learning_rate=None) -> None:
+        if n_iter == 0:
+            return
+        n = self.embedding_.shape[0]
+        lr = self.learning_rate if learning_rate is None else learning_rate
+        if lr == "auto":
+            lr = auto_learning_rate(n, exaggeration)
+        callbacks = self.callbacks
+        if callbacks is None:
+            callbacks = []
+        elif callable(callbacks):
+            callbacks = [callbacks]
+        grad = self._gradient()
+        bar = None
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            phase = "early exaggeration" if exaggeration != 1 else "optimisation"
+            bar = tqdm(total=n_iter, desc=phase, unit="it")
+        try:
+            res = gradient_descent(
+                self.embedding_, grad, n_iter, lr, momentum, exaggeration, self._state,
+                max_step_norm=self.max_step_norm, callbacks=callbacks,
+                callbacks_every_iters=self.callbacks_every_iters, progress=bar,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        self.n_iter_ = self._state.n_iter
+        self.interrupted_ = res.interrupted
+        if res.interrupted:
+            warnings.warn(
+                f"optimisation interrupted after {self.n_iter_} iterations: embedding_ is "
+                "partial; call optimize() to continue", UserWarning, stacklevel=3)
+        self.kl_divergence_ = float(grad.kl(self.embedding_))
+
+    def optimize(self, n_iter: int = 250, exaggeration: float = 1.0, momentum: float = 0.8,
+                 learning_rate: float | str | None = None) -> ConditionalTSNE:
+        """Continue optimising a fitted embedding (momentum and gains carry over).
+
+        Parameters
+        ----------
+        n_iter : int
+            Further iterations.
+        exaggeration : float
+            Multiplies the attraction; 1 is the plain objective.
+        momentum : float
+        learning_rate : float, "auto" or None (the estimator's setting)
+        """
+        if not hasattr(self, "embedding_"):
+            raise RuntimeError("optimize() continues a fitted model; call fit() first")
+        with _threads(self.n_jobs):
+            self._run(int(n_iter), float(exaggeration), float(momentum), learning_rate)
+        return self
+
+    def kl_divergence(self, Y: np.ndarray | None = None) -> float:
+        """KL(P‖R) of ``Y`` (default: the current embedding) under the fitted P and prior."""
+        return float(self._gradient().kl(self.embedding_ if Y is None else
+                                         np.asarray(Y, dtype=np.float64)))

@@ -1,0 +1,85 @@
+"""k-nearest-neighbour search: exact (scikit-learn) or approximate (pynndescent)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["nearest_neighbors", "APPROX_ABOVE"]
+
+# With neighbors="auto", exact search up to this many points, approximate above.
+APPROX_ABOVE = 10_000
+
+
+def _drop_self(idx: np.ndarray, dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Remove each point from its own list (it need not come first when points repeat)."""
+    n = idx.shape[0]
+    is_self = idx == np.arange(n)[:, None]
+    # rows without self lose their farthest neighbour instead
+    no_self = ~is_self.any(axis=1)
+    is_self[no_self, -1] = True
+    keep = ~is_self
+    return idx[keep].reshape(n, -1)[:, :k], dist[keep].reshape(n, -1)[:, :k]
+
+
+def nearest_neighbors(
+    X: np.ndarray,
+    k: int,
+    method: str = "auto",
+    metric: str = "euclidean",
+    random_state: int | None = None,
+    n_jobs: int | None = None,
+    progress=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's ``k`` nearest other points.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    k : int
+        Neighbours per point, ``k ≤ n − 1``.
+    method : {"auto", "exact", "approx"}
+        "approx" uses pynndescent; "auto" is exact up to ``APPROX_ABOVE`` points.
+    metric : str
+        Any metric both backends know ("euclidean", "cosine", "manhattan", …).
+    progress : callable(done, total), optional
+        Called as query chunks finish (exact search only).
+
+    Returns
+    -------
+    indices : ndarray of int64 (n, k)
+    distances : ndarray of float64 (n, k), in the given metric
+    """
+    n = X.shape[0]
+    if method == "auto":
+        method = "exact" if n <= APPROX_ABOVE else "approx"
+    if method == "exact":
+        from sklearn.neighbors import NearestNeighbors
+
+        nn = NearestNeighbors(n_neighbors=k + 1, metric=metric, n_jobs=n_jobs).fit(X)
+        chunk = max(1, min(n, 20_000))
+        idx = np.empty((n, k + 1), dtype=np.int64)
+        dist = np.empty((n, k + 1))
+        for start in range(0, n, chunk):
+            stop = min(n, start + chunk)
+            d, i = nn.kneighbors(X[start:stop])
+            dist[start:stop], idx[start:stop] = d, i
+            if progress is not None:
+                progress(stop, n)
+    elif method == "approx":
+        from pynndescent import NNDescent
+
+        index = NNDescent(
+            X,
+            n_neighbors=k + 1,
+            metric=metric,
+            random_state=random_state,
+            n_jobs=-1 if n_jobs is None else n_jobs,
+            low_memory=True,
+        )
+        idx, dist = index.neighbor_graph
+        idx = idx.astype(np.int64)
+        if progress is not None:
+            progress(n, n)
+    else:
+        raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")
+    return _drop_self(idx, dist.astype(np.float64), k)

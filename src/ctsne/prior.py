@@ -1,0 +1,359 @@
+"""Prior knowledge as class labels: encoding, the α'/β' relation, pair-weight terms.
+
+A prior assigns every point a class. Pairs in the same class get weight α', pairs in
+different classes β', tied by the paper's Eq. 4 ``α'·ρ + β'·(1 − ρ) = 1`` with
+``ρ = Σ_l n_l(n_l − 1) / (n(n − 1))``, so that α' = β' = 1 is plain t-SNE.
+
+Several priors are either combined into joint classes (``combine="joint"``, the paper's
+f₁₋₆: a class per observed combination of labels) or treated as independent
+(``combine="product"``: ``w_ij = Π_m w^(m)_ij``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Prior", "PriorTerm", "encode_labels", "make_prior", "weights_from_sizes"]
+
+
+@dataclass(frozen=True)
+class PriorTerm:
+    """One term of the pair-weight expansion ``w_ij = Σ_t coef_t · [i ~_t j]``.
+
+    ``codes is None`` means every pair is in relation (the "all points" term); otherwise
+    ``i ~ j`` iff ``codes[i] == codes[j]``.
+    """
+
+    coef: float
+    codes: np.ndarray | None
+    n_groups: int
+
+
+@dataclass
+class Prior:
+    """Encoded prior: integer class codes per (combined) column and their weights.
+
+    Attributes
+    ----------
+    codes : list of ndarray of int64
+        One array of class codes per column (one column after a joint combination).
+    classes : list of ndarray
+        The original label values of each column's codes (joint: tuples of labels).
+    alphas, betas : ndarray
+        α' and β' per column.
+    """
+
+    codes: list[np.ndarray]
+    classes: list[np.ndarray]
+    alphas: np.ndarray
+    betas: np.ndarray
+    n: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.n = len(self.codes[0]) if self.codes else 0
+
+    @property
+    def is_trivial(self) -> bool:
+        """True when every pair weight is the same, i.e. ct-SNE is plain t-SNE."""
+        return not self.codes or bool(np.all(self.alphas == self.betas))
+
+    def pair_weights(self, rows: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        """Dense block of ``w_ij`` for ``i in rows`` and ``j in cols`` (all points if None)."""
+        cols_sel = slice(None) if cols is None else cols
+        w = None
+        for c, a, b in zip(self.codes, self.alphas, self.betas, strict=True):
+            same = c[rows][:, None] == c[cols_sel][None, :]
+            wm = np.where(same, a, b)
+            w = wm if w is None else w * wm
+        if w is None:
+            n_cols = self.n if cols is None else len(cols)
+            w = np.ones((len(rows), n_cols))
+        return w
+
+    def pair_weights_sparse(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``w_ij`` for index pairs given as two equal-length arrays."""
+        w = np.ones(len(i))
+        for c, a, b in zip(self.codes, self.alphas, self.betas, strict=True):
+            w *= np.where(c[i] == c[j], a, b)
+        return w
+
+    def terms(self) -> list[PriorTerm]:
+        """Expand ``Π_m (β'_m + (α'_m − β'_m)[same in m])`` into a sum of indicator terms.
+
+        Each subset T of the columns contributes ``Π_{m∉T} β'_m · Π_{m∈T} (α'_m − β'_m)``
+        times "same class in every column of T"; the empty subset is the all-points term.
+        Terms with a zero coefficient are dropped.
+        """
+        m = len(self.codes)
+        out: list[PriorTerm] = []
+        for size in range(m + 1):
+            for subset in itertools.combinations(range(m), size):
+                coef = 1.0
+                for k in range(m):
+                    coef *= (self.alphas[k] - self.betas[k]) if k in subset else self.betas[k]
+                if coef == 0.0:
+                    continue
+                if not subset:
+                    out.append(PriorTerm(coef, None, 1))
+                    continue
+                codes, n_groups = _joint_codes([self.codes[k] for k in subset])
+                out.append(PriorTerm(coef, codes, n_groups))
+        return out
+
+
+def _is_missing(values: np.ndarray) -> np.ndarray:
+    """Missing-label mask for an object array: None, float NaN, pandas NA/NaT."""
+    mask = np.zeros(len(values), dtype=bool)
+    for k, v in enumerate(values):
+        if v is None:
+            mask[k] = True
+            continue
+        try:
+            mask[k] = bool(v != v)  # NaN, NaT and pd.NA are not equal to themselves
+        except (TypeError, ValueError):
+            mask[k] = True  # pd.NA raises on bool(): it is missing
+    return mask
+
+
+def encode_labels(labels, missing: str = "class", name: str = "prior") -> tuple[np.ndarray, np.ndarray]:
+    """Map one column of hashable labels to integer codes ``0..L-1``.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n,)
+        Any hashable values; a pandas Categorical or Series is read through its codes.
+    missing : {"class", "error"}
+        A missing label (None, NaN, pandas NA) forms a class of its own, or raises.
+    name : str
+        Used in error messages.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n,)
+    classes : ndarray of object, the label of each code (None for the missing class)
+    """
+    if missing not in ("class", "error"):
+        raise ValueError(f"missing must be 'class' or 'error', got {missing!r}")
+    cat = getattr(labels, "cat", None)  # pandas Series with categorical dtype
+    if cat is not None:
+        labels = labels.array
+    if hasattr(labels, "codes") and hasattr(labels, "categories"):  # pandas Categorical
+        raw = np.asarray(labels.codes, dtype=np.int64)
+        miss = raw < 0
+        classes = list(labels.categories)
+        codes = raw.copy()
+        return _finish_codes(codes, miss, np.array(classes, dtype=object), missing, name)
+
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected one label per point (1-D), got shape {arr.shape}")
+    if arr.dtype.kind in "biu" or arr.dtype.kind in "USa":
+        uniq, codes = np.unique(arr, return_inverse=True)
+        return _finish_codes(codes.reshape(-1).astype(np.int64), np.zeros(len(arr), bool),
+                             uniq.astype(object), missing, name)
+    if arr.dtype.kind == "f":
+        miss = np.isnan(arr)
+        uniq, codes = np.unique(np.where(miss, 0.0, arr), return_inverse=True)
+        if miss.any():
+            # recompute on non-missing values so that 0.0 is not invented as a class
+            uniq, inv = np.unique(arr[~miss], return_inverse=True)
+            codes = np.zeros(len(arr), dtype=np.int64)
+            codes[~miss] = inv
+        return _finish_codes(codes.astype(np.int64), miss, uniq.astype(object), missing, name)
+
+    obj = arr.astype(object)
+    miss = _is_missing(obj)
+    lookup: dict = {}
+    codes = np.zeros(len(obj), dtype=np.int64)
+    for k, v in enumerate(obj):
+        if miss[k]:
+            continue
+        try:
+            codes[k] = lookup.setdefault(v, len(lookup))
+        except TypeError:
+            raise TypeError(
+                f"{name}: label {v!r} at position {k} is not hashable; labels must be "
+                "hashable values such as ints, strings or bools"
+            ) from None
+    classes = np.empty(len(lookup), dtype=object)
+    for v, c in lookup.items():
+        classes[c] = v
+    return _finish_codes(codes, miss, classes, missing, name)
+
+
+def _finish_codes(codes, miss, classes, missing, name):
+    if miss.any():
+        if missing == "error":
+            rows = np.flatnonzero(miss)
+            shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
+            raise ValueError(
+                f"{name}: {len(rows)} missing label(s) at rows {shown}; fill them in, drop "
+                "those rows, or pass missing='class' to treat missing as a class of its own"
+            )
+        codes = codes.copy()
+        codes[miss] = len(classes)
+        classes = np.append(classes, np.array([None], dtype=object))
+    # number classes by first appearance: relabelling the classes then gives identical
+    # codes, hence bit-identical results; unused classes (pandas categories) drop out
+    used, first, codes = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    codes = rank[codes.reshape(-1)]
+    return codes.astype(np.int64), np.asarray(classes, dtype=object)[used[order]]
+
+
+def _joint_codes(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
+    stacked = np.stack(columns, axis=1)
+    uniq, codes = np.unique(stacked, axis=0, return_inverse=True)
+    return codes.reshape(-1).astype(np.int64), len(uniq)
+
+
+def _split_columns(prior, n: int) -> list:
+    """Split the user's prior into a list of 1-D label columns."""
+    if hasattr(prior, "columns") and hasattr(prior, "iloc"):  # pandas DataFrame
+        return [prior[c] for c in prior.columns]
+    if isinstance(prior, (list, tuple)) and len(prior) > 0 and all(
+        isinstance(c, list) or getattr(c, "ndim", 0) == 1 for c in prior
+    ):
+        return list(prior)
+    if hasattr(prior, "codes") and hasattr(prior, "categories"):
+        return [prior]
+    if getattr(prior, "cat", None) is not None:
+        return [prior]
+    arr = np.asarray(prior) if not hasattr(prior, "dtype") else prior
+    if getattr(arr, "ndim", 1) == 2:
+        arr = np.asarray(arr)
+        return [arr[:, k] for k in range(arr.shape[1])]
+    if getattr(arr, "ndim", 1) != 1:
+        raise ValueError(
+            f"prior must be labels of shape (n,) or (n, m), got an array of shape {arr.shape}"
+        )
+    return [prior]
+
+
+def weights_from_sizes(
+    sizes: np.ndarray, beta: float | None = None, alpha: float | None = None
+) -> tuple[float, float, float]:
+    """α' and β' from class sizes by the paper's Eq. 4; returns ``(alpha, beta, rho)``.
+
+    Exactly one of ``beta`` and ``alpha`` is given. Raises ``ValueError`` naming the
+    admissible range when the other weight would not be positive.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    n = sizes.sum()
+    rho = float(np.sum(sizes * (sizes - 1)) / (n * (n - 1)))
+    if (beta is None) == (alpha is None):
+        raise ValueError("give exactly one of beta and alpha (the other follows from Eq. 4)")
+    if rho <= 0.0 or rho >= 1.0:
+        return 1.0, 1.0, rho  # every pair on one side: the prior carries no information
+    if beta is not None:
+        beta = float(beta)
+        upper = 1.0 / (1.0 - rho)
+        if not np.isfinite(beta) or not 0.0 < beta < upper:
+            raise ValueError(
+                f"beta={beta!r} is out of range: for these class sizes (rho = {rho:.6g}) "
+                f"beta must lie in the open interval (0, {upper:.6g}) so that both alpha' and "
+                "beta' are positive; beta < 1 removes the prior, beta > 1 strengthens it"
+            )
+        return (1.0 - beta * (1.0 - rho)) / rho, beta, rho
+    alpha = float(alpha)
+    upper = 1.0 / rho
+    if not np.isfinite(alpha) or not 0.0 < alpha < upper:
+        raise ValueError(
+            f"alpha={alpha!r} is out of range: for these class sizes (rho = {rho:.6g}) alpha "
+            f"must lie in the open interval (0, {upper:.6g}) so that both alpha' and beta' are "
+            "positive; alpha > 1 removes the prior, alpha < 1 strengthens it"
+        )
+    return alpha, (1.0 - alpha * rho) / (1.0 - rho), rho
+
+
+def make_prior(
+    prior,
+    n: int,
+    beta: float | Sequence[float] | None = 0.01,
+    alpha: float | Sequence[float] | None = None,
+    combine: str = "joint",
+    missing: str = "class",
+) -> Prior | None:
+    """Encode a user prior for ``n`` points; ``None`` stays ``None`` (plain t-SNE).
+
+    Parameters
+    ----------
+    prior : array-like (n,) or (n, m), list of m arrays, pandas DataFrame, or None
+        Class labels of any hashable type; several columns are several priors.
+    n : int
+        Number of points; the prior must have one label per point.
+    beta, alpha : float or sequence of float
+        β' or α' (give one; ``alpha`` wins if both are set and ``beta`` is the default).
+        A sequence gives one value per prior with ``combine="product"``.
+    combine : {"joint", "product"}
+        Several priors become joint classes, or independent weights that multiply.
+    missing : {"class", "error"}
+        How to treat missing labels.
+    """
+    if prior is None:
+        return None
+    if combine not in ("joint", "product"):
+        raise ValueError(f"combine must be 'joint' or 'product', got {combine!r}")
+    if alpha is not None:
+        beta = None
+    columns = _split_columns(prior, n)
+    encoded = []
+    for k, col in enumerate(columns):
+        length = len(col)
+        if length != n:
+            raise ValueError(
+                f"prior column {k} has {length} labels but X has {n} rows; give one label per "
+                "row of X, in the same order"
+            )
+        encoded.append(encode_labels(col, missing=missing, name=f"prior column {k}"))
+
+    if combine == "joint" or len(encoded) == 1:
+        if len(encoded) == 1:
+            codes, classes = encoded[0]
+        else:
+            stacked = np.stack([c for c, _ in encoded], axis=1)
+            uniq, codes = np.unique(stacked, axis=0, return_inverse=True)
+            codes = codes.reshape(-1).astype(np.int64)
+            classes = np.empty(len(uniq), dtype=object)
+            for g, row in enumerate(uniq):
+                classes[g] = tuple(encoded[m][1][row[m]] for m in range(len(encoded)))
+        encoded = [(codes, classes)]
+
+    per_beta = _per_prior(beta, len(encoded), "beta")
+    per_alpha = _per_prior(alpha, len(encoded), "alpha")
+    alphas, betas = [], []
+    for k, (codes, _) in enumerate(encoded):
+        sizes = np.bincount(codes)
+        a, b, rho = weights_from_sizes(sizes, beta=per_beta[k], alpha=per_alpha[k])
+        if rho <= 0.0 or rho >= 1.0:
+            what = "one class" if rho >= 1.0 else "every point in a class of its own"
+            warnings.warn(
+                f"the prior{'' if len(encoded) == 1 else f' column {k}'} puts {what}: it "
+                "carries no information and ct-SNE equals plain t-SNE for it",
+                UserWarning,
+                stacklevel=3,
+            )
+        alphas.append(a)
+        betas.append(b)
+    return Prior(
+        codes=[c for c, _ in encoded],
+        classes=[cl for _, cl in encoded],
+        alphas=np.array(alphas),
+        betas=np.array(betas),
+    )
+
+
+def _per_prior(value, m: int, name: str) -> list:
+    if value is None or np.isscalar(value):
+        return [value] * m
+    values = list(value)
+    if len(values) != m:
+        raise ValueError(f"{name} has {len(values)} values but there are {m} priors")
+    return values

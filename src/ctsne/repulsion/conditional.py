@@ -1,0 +1,135 @@
+"""ct-SNE repulsion as a sum of plain t-SNE repulsions over classes.
+
+The decomposition: the pair weight expands into indicator terms (see
+:meth:`ctsne.prior.Prior.terms`); for one prior ``w_ij = β' + (α' − β')·[c_i = c_j]``, so
+
+    Σ_j w_ij t_ij² (y_i − y_j) = β'·F_i(all) + (α' − β')·F_i(class of i)
+    S = Σ_{k≠l} w_kl t_kl      = β'·Z(all)   + (α' − β')·Σ_c Z(class c)
+
+where F(G), Z(G) are plain t-SNE repulsion and normaliser restricted to the point set G.
+Any t-SNE engine becomes a ct-SNE engine without seeing a label, and since the classes of
+a term partition the points, each term costs at most one t-SNE pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import numpy as np
+
+from ..prior import PriorTerm
+from .exact import repulsion_exact_groups
+
+__all__ = ["ConditionalRepulsion", "choose_engine", "get_engine"]
+
+# (module, function) for each approximate engine; imported on first use.
+_ENGINES = {
+    "bh": ("ctsne.repulsion.barnes_hut", "repulsion_bh"),
+    "fft": ("ctsne.repulsion.fft", "repulsion_fft"),
+}
+
+# Group sizes below which the exact kernel beats the approximations (see BENCHMARKS.md).
+EXACT_BELOW = {"bh": 500, "fft": 500}
+# With method="auto": Barnes-Hut below this many points (and always for d = 3), else FFT.
+BH_BELOW = 10_000
+
+
+def get_engine(name: str) -> Callable:
+    module, func = _ENGINES[name]
+    return getattr(importlib.import_module(module), func)
+
+
+def choose_engine(m: int, d: int, method: str) -> str:
+    """Engine for a group of ``m`` points in ``d`` output dimensions.
+
+    ``method`` is "exact", "bh", "fft" or "auto"; small groups always go to the exact
+    kernel, where an O(m²) pass is cheaper than building a tree or an FFT grid.
+    """
+    if method == "exact":
+        return "exact"
+    if method == "auto":
+        method = "bh" if (d > 2 or m < BH_BELOW) else "fft"
+    if m < EXACT_BELOW[method]:
+        return "exact"
+    return method
+
+
+class _TermPlan:
+    """How one indicator term is evaluated: small groups batched, large ones per engine."""
+
+    def __init__(self, term: PriorTerm, n: int, d: int, method: str):
+        self.coef = term.coef
+        if term.codes is None:
+            codes = np.zeros(n, dtype=np.int64)
+        else:
+            codes = term.codes
+        order = np.argsort(codes, kind="stable")
+        sizes = np.bincount(codes)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        small, self.large = [], []
+        for g, m in enumerate(sizes):
+            if m < 2:
+                continue  # a lone point has no partner in its group
+            idx = order[bounds[g]:bounds[g + 1]]
+            engine = choose_engine(int(m), d, method)
+            if engine == "exact":
+                small.append(idx)
+            else:
+                self.large.append((engine, idx))
+        if small:
+            self.small_idx = np.concatenate(small)
+            self.small_starts = np.concatenate([[0], np.cumsum([len(s) for s in small])])
+        else:
+            self.small_idx = None
+
+
+class ConditionalRepulsion:
+    """ct-SNE repulsive force and normaliser S, composed from per-group t-SNE passes.
+
+    Parameters
+    ----------
+    terms : list of PriorTerm
+        From :meth:`ctsne.prior.Prior.terms`; ``[PriorTerm(1, None, 1)]`` is plain t-SNE.
+    n, d : int
+        Number of points and output dimensions.
+    method : {"exact", "bh", "fft", "auto"}
+    engine_params : dict, optional
+        Extra keyword arguments per engine name, e.g. ``{"bh": {"theta": 0.5}}``.
+    """
+
+    def __init__(
+        self,
+        terms: list[PriorTerm],
+        n: int,
+        d: int,
+        method: str = "exact",
+        engine_params: dict | None = None,
+    ):
+        self.plans = [_TermPlan(t, n, d, method) for t in terms]
+        self.engine_params = engine_params or {}
+        self.n, self.d = n, d
+
+    def engines_used(self) -> set[str]:
+        used = set()
+        for plan in self.plans:
+            if plan.small_idx is not None:
+                used.add("exact")
+            used.update(e for e, _ in plan.large)
+        return used
+
+    def __call__(self, Y: np.ndarray) -> tuple[np.ndarray, float]:
+        """Return ``(Σ_j w_ij t_ij² (y_i − y_j), S)`` for every point ``i``."""
+        F = np.zeros_like(Y)
+        S = 0.0
+        for plan in self.plans:
+            if plan.small_idx is not None:
+                Fg, Zg = repulsion_exact_groups(Y[plan.small_idx], plan.small_starts)
+                F[plan.small_idx] += plan.coef * Fg
+                S += plan.coef * Zg
+            for engine, idx in plan.large:
+                fn = get_engine(engine)
+                Fg, Zg = fn(np.ascontiguousarray(Y[idx]), **self.engine_params.get(engine, {}))
+                F[idx] += plan.coef * Fg
+                S += plan.coef * Zg
+        return F, S

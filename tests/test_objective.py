@@ -1,0 +1,203 @@
+"""exact_objective against finite differences and against the definitions, written anew."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import random_affinities
+
+from ctsne import exact_objective, exact_objective_terms
+from ctsne.attraction import attraction
+from ctsne.prior import make_prior, weights_from_sizes
+from ctsne.repulsion import ConditionalRepulsion
+
+
+def labels_with(n_classes, n, rng):
+    lab = np.arange(n) % n_classes
+    return rng.permutation(lab)
+
+
+def beta_above_one(labels):
+    """A β' > 1 inside the admissible interval (0, 1/(1 − ρ)) for these classes."""
+    sizes = np.bincount(labels)
+    n = sizes.sum()
+    rho = np.sum(sizes * (sizes - 1)) / (n * (n - 1))
+    if rho >= 1.0:
+        return 1.5  # one class: β' is irrelevant
+    return 1.0 + 0.5 * (1.0 / (1.0 - rho) - 1.0)
+
+
+def central_differences(f, Y, h=1e-5):
+    g = np.zeros_like(Y)
+    for idx in np.ndindex(*Y.shape):
+        Yp, Ym = Y.copy(), Y.copy()
+        Yp[idx] += h
+        Ym[idx] -= h
+        g[idx] = (f(Yp) - f(Ym)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("n_classes", [1, 2, 3, 4])
+@pytest.mark.parametrize("side", ["below", "above"])
+def test_gradient_matches_finite_differences(d, n_classes, side, rng):
+    n = 14
+    P = random_affinities(n, rng)
+    Y = rng.normal(scale=2.0, size=(n, d))
+    labels = labels_with(n_classes, n, rng)
+    beta = 0.05 if side == "below" else beta_above_one(labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one class: "equals t-SNE"
+        prior = make_prior(labels, n, beta=beta)
+    kl, grad = exact_objective(P, Y, prior)
+    fd = central_differences(lambda Z: exact_objective(P, Z, prior)[0], Y)
+    assert np.linalg.norm(grad - fd) / np.linalg.norm(fd) < 1e-5
+
+
+def test_gradient_finite_differences_sparse_nonsymmetric_P(rng):
+    n = 12
+    A = rng.random((n, n)) * (rng.random((n, n)) < 0.4)
+    np.fill_diagonal(A, 0)
+    P = sp.csr_matrix(A / A.sum())  # not symmetric
+    Y = rng.normal(size=(n, 2))
+    labels = labels_with(3, n, rng)
+    kl, grad = exact_objective(P, Y, labels, beta=0.2)
+    fd = central_differences(lambda Z: exact_objective(P, Z, labels, beta=0.2)[0], Y)
+    assert np.linalg.norm(grad - fd) / np.linalg.norm(fd) < 1e-5
+
+
+def naive_tsne_kl(P, Y):
+    n = len(Y)
+    num = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                num[i, j] = 1.0 / (1.0 + np.sum((Y[i] - Y[j]) ** 2))
+    Q = num / num.sum()
+    kl = 0.0
+    for i in range(n):
+        for j in range(n):
+            if P[i, j] > 0:
+                kl += P[i, j] * np.log(P[i, j] / Q[i, j])
+    return kl
+
+
+def naive_ctsne_kl(P, Y, labels, alpha, beta):
+    n = len(Y)
+    R = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                w = alpha if labels[i] == labels[j] else beta
+                R[i, j] = w / (1.0 + np.sum((Y[i] - Y[j]) ** 2))
+    R /= R.sum()
+    mask = P > 0
+    return float(np.sum(P[mask] * np.log(P[mask] / R[mask])))
+
+
+def test_plain_tsne_kl_when_weights_equal_one(rng):
+    n = 20
+    P = random_affinities(n, rng)
+    Y = rng.normal(size=(n, 2))
+    expected = naive_tsne_kl(P, Y)
+    assert exact_objective(P, Y, None)[0] == pytest.approx(expected, rel=1e-12)
+    labels = labels_with(3, n, rng)
+    res = exact_objective_terms(P, Y, labels, beta=1.0)  # α' = β' = 1
+    assert res.kl == pytest.approx(expected, rel=1e-12)
+    assert res.prior_term == pytest.approx(0.0, abs=1e-12)
+
+
+def test_kl_from_definition_and_its_split(rng):
+    n = 18
+    P = random_affinities(n, rng)
+    Y = rng.normal(size=(n, 2))
+    labels = labels_with(3, n, rng)
+    alpha, beta, _ = weights_from_sizes(np.bincount(labels), beta=0.1)
+    res = exact_objective_terms(P, Y, labels, beta=0.1, block_size=5)
+    assert res.kl == pytest.approx(naive_ctsne_kl(P, Y, labels, alpha, beta), rel=1e-12)
+    assert res.kl_tsne == pytest.approx(naive_tsne_kl(P, Y), rel=1e-12)
+    assert res.kl == pytest.approx(res.kl_tsne + res.prior_term, rel=1e-12)
+
+
+def test_relation_between_alpha_and_beta():
+    sizes = np.array([5, 3, 2])
+    n = sizes.sum()
+    rho = np.sum(sizes * (sizes - 1)) / (n * (n - 1))  # 28 / 90
+    a, b, r = weights_from_sizes(sizes, beta=0.01)
+    assert r == pytest.approx(28 / 90)
+    assert a * rho + b * (1 - rho) == pytest.approx(1.0)
+    a2, b2, _ = weights_from_sizes(sizes, alpha=a)
+    assert b2 == pytest.approx(0.01)
+
+
+def test_relabelling_changes_nothing(rng):
+    n = 30
+    P = random_affinities(n, rng)
+    Y = rng.normal(size=(n, 2))
+    labels = labels_with(4, n, rng)
+    perm = np.array([2, 0, 3, 1])
+    names = np.array(["red", "green", "blue", "cyan"])
+    kl0, g0 = exact_objective(P, Y, labels, beta=0.05)
+    for relabelled in (perm[labels], names[labels], list(names[labels])):
+        kl1, g1 = exact_objective(P, Y, relabelled, beta=0.05)
+        assert kl1 == pytest.approx(kl0, rel=1e-14)
+        np.testing.assert_allclose(g1, g0, rtol=1e-13, atol=1e-16)
+
+
+def test_block_size_does_not_matter_and_sparse_equals_dense(rng):
+    n = 25
+    P = random_affinities(n, rng)
+    Y = rng.normal(size=(n, 3))
+    labels = labels_with(2, n, rng)
+    a = exact_objective_terms(P, Y, labels, beta=0.3, block_size=n)
+    b = exact_objective_terms(sp.csr_matrix(P), Y, labels, beta=0.3, block_size=4)
+    assert a.kl == pytest.approx(b.kl, rel=1e-13)
+    np.testing.assert_allclose(a.grad, b.grad, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("combine", ["joint", "product"])
+@pytest.mark.parametrize("beta", [0.01, 1.0, 1.05])
+def test_decomposition_equals_direct_sum(combine, beta, rng):
+    """The per-class composition (numba, exact engine) equals the direct O(n²) sums."""
+    n, d = 200, 2
+    P = random_affinities(n, rng, density=0.05)
+    Y = rng.normal(scale=5.0, size=(n, d))
+    prior = make_prior([rng.integers(0, 3, n), rng.integers(0, 4, n)], n, beta=beta,
+                       combine=combine)
+    ref = exact_objective_terms(P, Y, prior)
+    F, S = ConditionalRepulsion(prior.terms(), n, d, "exact")(Y)
+    Fa, _ = attraction(sp.csr_matrix(P), Y)
+    grad = 4.0 * (Fa - F / S)
+    assert S == pytest.approx(ref.S, rel=1e-12)
+    np.testing.assert_allclose(grad, ref.grad, rtol=1e-9, atol=1e-14)
+
+
+def test_product_weights_multiply(rng):
+    n = 16
+    P = random_affinities(n, rng)
+    Y = rng.normal(size=(n, 2))
+    l1, l2 = labels_with(2, n, rng), labels_with(3, n, rng)
+    a1, b1, _ = weights_from_sizes(np.bincount(l1), beta=0.2)
+    a2, b2, _ = weights_from_sizes(np.bincount(l2), beta=0.2)
+    R = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                w = (a1 if l1[i] == l1[j] else b1) * (a2 if l2[i] == l2[j] else b2)
+                R[i, j] = w / (1 + np.sum((Y[i] - Y[j]) ** 2))
+    R /= R.sum()
+    m = P > 0
+    expected = np.sum(P[m] * np.log(P[m] / R[m]))
+    kl, _ = exact_objective(P, Y, [l1, l2], beta=0.2, combine="product")
+    assert kl == pytest.approx(expected, rel=1e-12)
+
+
+def test_bad_P_is_rejected(rng):
+    Y = rng.normal(size=(5, 2))
+    with pytest.raises(ValueError, match="shape"):
+        exact_objective(np.ones((4, 4)), Y)
+    with pytest.raises(ValueError, match="sum to 1"):
+        exact_objective(np.ones((5, 5)) - np.eye(5), Y)
+    with pytest.raises(ValueError, match="diagonal"):
+        exact_objective(np.eye(5) / 5, Y)
