@@ -149,7 +149,15 @@ def encode_labels(labels, missing: str = "class", name: str = "prior") -> tuple[
         codes = raw.copy()
         return _finish_codes(codes, miss, np.array(classes, dtype=object), missing, name)
 
-    arr = np.asarray(labels)
+    if isinstance(labels, (list, tuple)):
+        # element by element, so that tuple labels stay single labels
+        arr = np.empty(len(labels), dtype=object)
+        arr[:] = labels
+        kinds = {type(v) for v in labels}
+        if len(kinds) == 1 and kinds <= {bool, int, str, np.str_, np.bool_, np.int64}:
+            arr = np.asarray(labels)  # one plain type: numpy's fast unique is safe
+    else:
+        arr = np.asarray(labels)
     if arr.ndim != 1:
         raise ValueError(f"{name}: expected one label per point (1-D), got shape {arr.shape}")
     if arr.dtype.kind in "biu" or arr.dtype.kind in "USa":

@@ -1,0 +1,152 @@
+"""ConditionalTSNE end to end: determinism, errors before work, continuation, pickling."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from ctsne import ConditionalTSNE, exact_objective_terms
+
+
+@pytest.fixture
+def blobs(rng):
+    centers = rng.normal(scale=6, size=(4, 5))
+    labels = rng.integers(0, 4, 240)
+    return centers[labels] + rng.normal(size=(240, 5)), labels
+
+
+FAST = dict(early_exaggeration_iter=60, n_iter=120, method="exact")
+
+
+def test_same_random_state_same_embedding(blobs):
+    X, labels = blobs
+    a = ConditionalTSNE(random_state=3, init="random", **FAST).fit_transform(X, labels)
+    b = ConditionalTSNE(random_state=3, init="random", **FAST).fit_transform(X, labels)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_relabelled_prior_gives_identical_embedding(blobs):
+    X, labels = blobs
+    names = np.array(["w", "x", "y", "z"])[::-1]
+    a = ConditionalTSNE(random_state=0, **FAST).fit_transform(X, labels)
+    b = ConditionalTSNE(random_state=0, **FAST).fit_transform(X, names[labels])
+    np.testing.assert_array_equal(a, b)
+
+
+def test_reported_kl_is_the_ctsne_kl_with_true_P(blobs):
+    X, labels = blobs
+    model = ConditionalTSNE(random_state=0, beta=0.05, **FAST).fit(X, labels)
+    ref = exact_objective_terms(model.P_, model.embedding_, labels, beta=0.05)
+    assert model.kl_divergence_ == pytest.approx(ref.kl, rel=1e-10)
+    assert model.kl_divergence_ != pytest.approx(ref.kl_tsne, rel=1e-3)
+    assert model.alpha_ > 1 > model.beta_ == 0.05
+
+
+def test_optimisation_lowers_kl_and_continues(blobs):
+    X, labels = blobs
+    model = ConditionalTSNE(random_state=0, **FAST).fit(X, labels)
+    Y0 = model.embedding_.copy()
+    kl0 = model.kl_divergence_
+    init_kl = exact_objective_terms(model.P_, np.random.default_rng(0).normal(
+        scale=1e-4, size=Y0.shape), labels).kl
+    assert kl0 < init_kl
+    model.optimize(n_iter=100)
+    assert model.n_iter_ == 280
+    assert model.kl_divergence_ <= kl0 + 1e-3
+    assert not np.array_equal(model.embedding_, Y0)
+
+
+def test_callbacks_receive_progress_and_can_stop(blobs):
+    X, labels = blobs
+    seen = []
+
+    def cb(it, kl, Y):
+        seen.append((it, kl, Y.shape))
+        return it >= 100
+
+    model = ConditionalTSNE(random_state=0, callbacks=cb, callbacks_every_iters=20, **FAST)
+    model.fit(X, labels)
+    assert [s[0] for s in seen] == [20, 40, 60, 80, 100]
+    assert all(np.isfinite(s[1]) and s[2] == (240, 2) for s in seen)
+    assert model.n_iter_ == 100  # stopped in the second phase
+
+
+def test_pipeline_passes_prior_as_second_argument(blobs):
+    X, labels = blobs
+    pipe = make_pipeline(StandardScaler(), ConditionalTSNE(random_state=0, **FAST))
+    Y = pipe.fit_transform(X, labels)
+    assert Y.shape == (240, 2)
+    assert pipe[-1].beta_ == 0.01
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_other_output_dimensions(d, blobs):
+    X, labels = blobs
+    Y = ConditionalTSNE(n_components=d, random_state=0, **FAST).fit_transform(X, labels)
+    assert Y.shape == (240, d) and np.all(np.isfinite(Y))
+
+
+def test_pickle_round_trip_and_continue(blobs):
+    X, labels = blobs
+    model = ConditionalTSNE(random_state=0, **FAST).fit(X, labels)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.embedding_, model.embedding_)
+    model.optimize(n_iter=20)
+    clone.optimize(n_iter=20)
+    np.testing.assert_array_equal(clone.embedding_, model.embedding_)
+
+
+def test_user_init_and_prior_none_is_tsne(blobs):
+    X, _ = blobs
+    init = np.random.default_rng(1).normal(scale=1e-4, size=(240, 2))
+    model = ConditionalTSNE(init=init, **FAST).fit(X)
+    assert model.alpha_ == model.beta_ == 1.0
+    assert model.prior_ is None
+    ref = exact_objective_terms(model.P_, model.embedding_, None)
+    assert model.kl_divergence_ == pytest.approx(ref.kl, rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    "X, prior, params, match",
+    [
+        (np.ones(10), None, {}, "2-D"),
+        (np.full((10, 2), np.nan), None, {}, "NaN"),
+        ("blobs", "short", {}, "labels but X has 240 rows"),
+        ("blobs", None, {"perplexity": 300}, "perplexity=300 is too large for 240 points"),
+        ("blobs", None, {"method": "fast"}, "method must be one of"),
+        ("blobs", None, {"method": "fft", "n_components": 3}, "up to 2 output dimensions"),
+        ("blobs", "labels", {"beta": 5.0}, "beta must lie in the open interval"),
+        ("blobs", None, {"init": np.zeros((3, 2))}, "init array has shape"),
+        ("blobs", None, {"n_iter": -1}, "n_iter must be an integer"),
+        ("blobs", None, {"learning_rate": "fast"}, "learning_rate"),
+    ],
+)
+def test_bad_input_is_rejected_with_a_clear_message(X, prior, params, match, blobs):
+    if isinstance(X, str):
+        X = blobs[0]
+    if prior == "short":
+        prior = blobs[1][:10]
+    elif prior == "labels":
+        prior = blobs[1]
+    with pytest.raises((ValueError, TypeError), match=match):
+        ConditionalTSNE(**{**FAST, **params}).fit(X, prior)
+
+
+def test_synthetic_example_factors_out_the_prior():
+    """The paper's §1 example: ct-SNE with f14 hides f14 and shows f56 better than t-SNE."""
+    from ctsne.datasets import make_synthetic
+    from ctsne.metrics import knn_label_homogeneity
+
+    data = make_synthetic(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tsne = ConditionalTSNE(method="exact", random_state=0).fit_transform(data.X)
+        ct = ConditionalTSNE(method="exact", random_state=0).fit_transform(data.X, data.f14)
+    h = {(name, lab): knn_label_homogeneity(Y, getattr(data, lab), k=10)
+         for name, Y in (("tsne", tsne), ("ct", ct)) for lab in ("f14", "f56")}
+    assert h["tsne", "f14"] > 0.9
+    assert h["ct", "f14"] < 0.6 * h["tsne", "f14"]
+    assert h["ct", "f56"] > h["tsne", "f56"]
