@@ -45,7 +45,7 @@ def test_approximate_neighbours_have_high_recall(rng):
     X = rng.normal(size=(2000, 10))
     exact, _ = nearest_neighbors(X, 15, method="exact")
     approx, _ = nearest_neighbors(X, 15, method="approx", random_state=0)
-    recall = np.mean([len(set(a) & set(e)) / 15 for a, e in zip(approx, exact)])
+    recall = np.mean([len(set(a) & set(e)) / 15 for a, e in zip(approx, exact, strict=True)])
     assert recall > 0.9
     assert not np.any(approx == np.arange(2000)[:, None])
 

@@ -70,11 +70,13 @@ def test_admissible_range_is_named():
     sizes = np.array([50, 50])
     _, _, rho = weights_from_sizes(sizes, beta=0.5)
     upper_beta = 1 / (1 - rho)
-    with pytest.raises(ValueError, match=f"beta must lie in the open interval \\(0, {upper_beta:.6g}\\)"):
+    beta_msg = f"beta must lie in the open interval \\(0, {upper_beta:.6g}\\)"
+    with pytest.raises(ValueError, match=beta_msg):
         weights_from_sizes(sizes, beta=upper_beta)
     with pytest.raises(ValueError, match="beta"):
         weights_from_sizes(sizes, beta=0.0)
-    with pytest.raises(ValueError, match=f"alpha must lie in the open interval \\(0, {1 / rho:.6g}\\)"):
+    alpha_msg = f"alpha must lie in the open interval \\(0, {1 / rho:.6g}\\)"
+    with pytest.raises(ValueError, match=alpha_msg):
         weights_from_sizes(sizes, alpha=1 / rho + 0.1)
 
 

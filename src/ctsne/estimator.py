@@ -43,17 +43,21 @@ def _check_X(X) -> np.ndarray:
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"X must be a numeric array of shape (n_samples, n_features): {exc}") from None
+        raise TypeError(
+            f"X must be a numeric array of shape (n_samples, n_features): {exc}"
+        ) from None
     if X.ndim != 2:
         raise ValueError(
             f"X must be 2-D (n_samples, n_features), got shape {X.shape}; "
-            + ("use X.reshape(-1, 1) for a single feature" if X.ndim == 1 else "flatten the features")
+            + ("use X.reshape(-1, 1) for a single feature" if X.ndim == 1
+               else "flatten the features")
         )
     if not np.all(np.isfinite(X)):
         bad = np.argwhere(~np.isfinite(X))
         rows = ", ".join(str(r) for r in np.unique(bad[:, 0])[:10])
         raise ValueError(
-            f"X has {len(bad)} NaN or infinite value(s) (rows {rows}{' …' if len(bad) > 10 else ''}); "
+            f"X has {len(bad)} NaN or infinite value(s) "
+            f"(rows {rows}{' …' if len(bad) > 10 else ''}); "
             "impute or drop them first"
         )
     return X
@@ -117,6 +121,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         Input affinities, symmetric, summing to 1.
     n_iter_ : int
         Iterations run in total.
+    timings_ : dict
+        Seconds spent on the affinities (kNN + P) and on the optimisation.
     interrupted_ : bool
         True when Ctrl-C stopped the last optimisation; ``embedding_`` is then partial.
     """
@@ -194,7 +200,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         if self.perplexity >= k:
             raise ValueError(
                 f"perplexity={self.perplexity} is too large for {n} points: it must be below "
-                f"n − 1 = {n - 1} (the neighbours available); use perplexity ≤ {max(1, (n - 2) // 3)} "
+                f"n − 1 = {n - 1} (the neighbours available); "
+                f"use perplexity ≤ {max(1, (n - 2) // 3)} "
                 "or more points"
             )
         for name in ("theta", "early_exaggeration"):
@@ -206,7 +213,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             raise ValueError(f"learning_rate must be 'auto' or a positive number, got "
                              f"{self.learning_rate!r}")
         if self.neighbors not in ("auto", "exact", "approx"):
-            raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {self.neighbors!r}")
+            raise ValueError(
+                f"neighbors must be 'auto', 'exact' or 'approx', got {self.neighbors!r}"
+            )
         if self.beta is None and self.alpha is None:
             raise ValueError("give beta or alpha (beta=0.01 is the paper's rule of thumb)")
 
@@ -243,7 +252,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
 
         with _threads(self.n_jobs):
+            t0 = time.perf_counter()
             self.P_ = self._affinities(X)
+            self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
             self.embedding_ = Y0
             self._state = OptimizerState.fresh(Y0.shape)
             self.n_iter_ = 0
@@ -293,6 +304,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             callbacks = []
         elif callable(callbacks):
             callbacks = [callbacks]
+        t0 = time.perf_counter()
         grad = self._gradient()
         bar = None
         if self.verbose:
@@ -310,6 +322,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             if bar is not None:
                 bar.close()
         self.n_iter_ = self._state.n_iter
+        self.timings_["optimization"] += time.perf_counter() - t0
         self.interrupted_ = res.interrupted
         if res.interrupted:
             warnings.warn(

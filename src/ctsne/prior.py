@@ -120,7 +120,9 @@ def _is_missing(values: np.ndarray) -> np.ndarray:
     return mask
 
 
-def encode_labels(labels, missing: str = "class", name: str = "prior") -> tuple[np.ndarray, np.ndarray]:
+def encode_labels(
+    labels, missing: str = "class", name: str = "prior"
+) -> tuple[np.ndarray, np.ndarray]:
     """Map one column of hashable labels to integer codes ``0..L-1``.
 
     Parameters

@@ -131,13 +131,24 @@ class AdversarialCensor:
             enc, dec, adv = self._networks(torch, X.shape[1], n_classes)
         xt = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
         st = torch.as_tensor(codes, dtype=torch.long)
+        self.history_ = []
+        # The networks are tiny: thread start-up costs more than it saves.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            self._train(torch, xt, st, enc, dec, adv, gen)
+        finally:
+            torch.set_num_threads(threads)
+        self._encoder = enc.eval()
+        self._decoder = dec.eval()
+        return self
+
+    def _train(self, torch, xt, st, enc, dec, adv, gen) -> None:
         opt_ae = torch.optim.Adam([*enc.parameters(), *dec.parameters()],
                                   lr=self.learning_rate)
         opt_adv = torch.optim.Adam(adv.parameters(), lr=self.adversary_learning_rate)
         ce = torch.nn.functional.cross_entropy
         mse = torch.nn.functional.mse_loss
-
-        self.history_ = []
         n = len(xt)
         for _ in range(self.n_epochs):
             perm = torch.randperm(n, generator=gen)
@@ -161,14 +172,11 @@ class AdversarialCensor:
                 opt_ae.zero_grad()
                 loss.backward()
                 opt_ae.step()
-                tot_rec += float(rec) * len(b)
-                tot_adv += float(d_loss) * len(b)
-                tot_acc += float((logits.argmax(1) == sb).float().sum())
+                tot_rec += rec.item() * len(b)
+                tot_adv += d_loss.item() * len(b)
+                tot_acc += (logits.argmax(1) == sb).sum().item()
             self.history_.append({"reconstruction": tot_rec / n, "adversary": tot_adv / n,
                                   "adversary_accuracy": tot_acc / n})
-        self._encoder = enc.eval()
-        self._decoder = dec.eval()
-        return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """The censored codes (n, latent_dim) of ``X``."""

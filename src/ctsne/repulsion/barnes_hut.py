@@ -15,18 +15,21 @@ summarised when
 
 and it never holds the target. Summaries are quadrupole-corrected: the second-order
 Taylor term of the kernel about the centre of mass, from the cell's second moments, is
-added (the first-order term vanishes about the centre of mass). Plain monopole BH
-underestimates Z systematically (t is subharmonic far away) and at θ = 0.5 misses
-Z by 2–6·10⁻³ on t-SNE-like layouts; the quadrupole term brings it to ~10⁻⁵ and the force
-error to a few 10⁻⁴, for well under twice the work, which beats a monopole with a smaller
-θ at equal accuracy. With the side as size the criterion is looser than with the diagonal
-(faster, still ~20× inside the accuracy targets).
+added (the first-order term vanishes about the centre of mass). Monopole-only BH
+underestimates Z systematically (t is subharmonic far from a cell) and at θ = 0.5 misses
+Z by 2–6·10⁻³ on t-SNE-like layouts in d = 1, 2, whether the size is the side or the
+diagonal; with the quadrupole term Z is within ~10⁻⁵ and F within a few 10⁻⁴, which a
+monopole reaches only at a much smaller θ and higher cost. At that accuracy the side
+(the looser, cheaper of the two measures) is the one used.
 
-Traversal. Points are walked in groups (a subtree of at most ``_GROUP`` points): the tree
-is descended once per group with the distance measured to the group's bounding box,
-which is a stricter test than for any single member, and the resulting lists of far cells
-and near points are then swept for each member in tight loops. This trades a few more
-interactions for far fewer branchy tree walks.
+Traversal. Points are taken in groups of at most ``_GROUP`` consecutive points in key
+order (whole subtrees, merged while they fit). The tree is walked once per group, with
+the distance measured from a cell's centre of mass to the group's bounding box (a
+stricter test than for any single member), into a list of far cells and a list of near
+points (leaves that cannot be summarised, taken exactly); each member then sweeps both
+lists in tight, vectorised loops. This trades a few more interactions for far fewer
+branchy tree walks. Only this step runs in parallel (over groups); keys, sort, build and
+summaries are serial, about 5 % of a call at 10⁵ points and 10–15 % at 10⁶.
 
 Coincident points. The grid depth is capped (L levels); a cell at the cap is a leaf
 however many points it holds. It is always summarised, also for its own points (through
@@ -45,31 +48,89 @@ __all__ = ["repulsion_bh"]
 # inside float64's 52-bit mantissa so the quantisation is meaningful.
 _LEVELS = {1: 40, 2: 31, 3: 21}
 # Leaves hold up to this many points; below it an exact loop beats descending further.
-_LEAF_SIZE = 8
+_LEAF_SIZE = 32
 # Points sharing one tree walk.
-_GROUP = 32
+_GROUP = 128
 # Row layout of the per-node summary table: centre (3), count, moments xx yy zz xy xz yz,
 # trace. Output dimensions below 3 are padded with zeros, which add nothing to any sum.
 _NF = 11
+# Below this many points the traversal runs on one thread: a parallel launch costs more
+# than it saves, and on a busy machine waiting for a second thread can take milliseconds.
+_SERIAL_BELOW = 2048
 # Floating-point reassociation lets LLVM vectorise the sums over interaction lists.
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
+def _bounding_box(Y):
+    """Per-axis minimum and maximum; NaN if any value is not finite."""
+    n, d = Y.shape
+    lo = Y[0].copy()
+    hi = Y[0].copy()
+    for i in range(n):
+        for k in range(d):
+            v = Y[i, k]
+            if not np.isfinite(v):
+                lo[:] = np.nan
+                return lo, hi
+            lo[k] = min(lo[k], v)
+            hi[k] = max(hi[k], v)
+    return lo, hi
+
+
+@numba.njit(cache=True, inline="always")
+def _spread(q, d):
+    """Move bit b of ``q`` to bit b·d (d = 2: 31 bits, d = 3: 21 bits), by mask steps."""
+    if d == 2:
+        q = (q | (q << 16)) & 0x0000FFFF0000FFFF
+        q = (q | (q << 8)) & 0x00FF00FF00FF00FF
+        q = (q | (q << 4)) & 0x0F0F0F0F0F0F0F0F
+        q = (q | (q << 2)) & 0x3333333333333333
+        q = (q | (q << 1)) & 0x5555555555555555
+    elif d == 3:
+        q = (q | (q << 32)) & 0x001F00000000FFFF
+        q = (q | (q << 16)) & 0x001F0000FF0000FF
+        q = (q | (q << 8)) & 0x100F00F00F00F00F
+        q = (q | (q << 4)) & 0x10C30C30C30C30C3
+        q = (q | (q << 2)) & 0x1249249249249249
+    return q
+
+
+@numba.njit(cache=True)
 def _morton_keys(Y, origin, scale, levels):
     n, d = Y.shape
     top = (1 << levels) - 1
     keys = np.zeros(n, dtype=np.int64)
-    for i in numba.prange(n):
+    for i in range(n):
         key = 0
         for k in range(d):
             q = int((Y[i, k] - origin[k]) * scale)
-            q = min(max(q, 0), top)
-            for b in range(levels):
-                if (q >> b) & 1:
-                    key |= 1 << (b * d + k)
+            key |= _spread(min(max(q, 0), top), d) << k
         keys[i] = key
     return keys
+
+
+@numba.njit(cache=True)
+def _sort_points(Y, keys, order):
+    """Keys and points in key order, the points padded to three columns."""
+    n, d = Y.shape
+    Y3 = np.zeros((n, 3))
+    skeys = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        j = order[i]
+        skeys[i] = keys[j]
+        for k in range(d):
+            Y3[i, k] = Y[j, k]
+    return skeys, Y3
+
+
+@numba.njit(cache=True)
+def _unsort(F3, order, d):
+    F = np.empty((F3.shape[0], d))
+    for i in range(order.shape[0]):
+        for k in range(d):
+            F[order[i], k] = F3[i, k]
+    return F
 
 
 @numba.njit(cache=True)
@@ -170,23 +231,35 @@ def _add_moments(summ, node, x, y, z, w):
 
 @numba.njit(cache=True)
 def _groups(lo, hi, first, nchild, group_size):
-    """Nodes of at most ``group_size`` points (or leaves) covering all points, in order."""
-    out = np.empty(hi[0] - lo[0], dtype=np.int64)
+    """Contiguous point ranges ``[start, stop)`` of at most ``group_size`` points.
+
+    Subtrees small enough (or leaves) are taken in key order and runs of consecutive
+    ones are merged up to the size limit: neighbours in key order are mostly neighbours
+    in space, and fuller groups share each tree walk among more points. A capped leaf
+    larger than the limit stays a group of its own.
+    """
+    n = hi[0] - lo[0]
+    bounds = np.empty(n + 1, dtype=np.int64)
     stack = np.empty(hi.shape[0], dtype=np.int64)
+    bounds[0] = 0
     ng, top = 0, 1
     stack[0] = 0
     while top > 0:
         top -= 1
         node = stack[top]
-        if hi[node] - lo[node] <= group_size or nchild[node] == 0:
-            out[ng] = node
-            ng += 1
+        a, b = lo[node], hi[node]
+        if b - a <= group_size or nchild[node] == 0:
+            if b - bounds[ng] > group_size and a > bounds[ng]:
+                ng += 1  # the open group is full: close it where this node starts
+                bounds[ng] = a
         else:
-            # Pushed in reverse so they pop in key order: neighbouring groups stay adjacent.
+            # Pushed in reverse so they pop in key order.
             for c in range(first[node] + nchild[node] - 1, first[node] - 1, -1):
                 stack[top] = c
                 top += 1
-    return out[:ng]
+    ng += 1
+    bounds[ng] = n
+    return bounds[:ng + 1]
 
 
 @numba.njit(cache=True)
@@ -196,78 +269,85 @@ def _grow(buf, size):
     return new
 
 
-@numba.njit(parallel=True, cache=True, fastmath=_FAST)
-def _traverse(Y3, lo, hi, first, nchild, summ, crit, groups, group_size, stack_size):
-    """Per-point force and t row sums (sorted order) by one tree walk per group.
-
-    ``crit[node]`` is (s/θ)²: the node is summarised for a group when the squared distance
-    from its centre of mass to the group's bounding box exceeds it; negative values mark
-    nodes summarised whenever they do not hold the group's points.
-    """
+@numba.njit(parallel=True, cache=True)
+def _traverse(Y3, walk, summ, groups, group_size, stack_size):
+    """Per-point force and t row sums (sorted order), one tree walk per group."""
     n = Y3.shape[0]
     F = np.zeros((n, 3))
     zrow = np.zeros(n)
-    ng = groups.shape[0]
+    ng = groups.shape[0] - 1
     half = (ng + 1) // 2
     for it in numba.prange(ng):
         # Even groups first, then odd: a static split hands each thread both dense and
         # sparse regions of the Morton order.
         gi = 2 * it if it < half else 2 * (it - half) + 1
-        g = groups[gi]
-        glo, ghi = lo[g], hi[g]
-        bmin = np.empty(3)
-        bmax = np.empty(3)
-        for k in range(3):
-            bmin[k] = Y3[glo, k]
-            bmax[k] = Y3[glo, k]
-        for j in range(glo + 1, ghi):
-            for k in range(3):
-                bmin[k] = min(bmin[k], Y3[j, k])
-                bmax[k] = max(bmax[k], Y3[j, k])
-        cells = np.empty((_NF, 256))
-        near = np.empty((3, 256))
-        nc = 0
-        nn = 0
-        stack = np.empty(stack_size, dtype=np.int64)
-        stack[0] = 0
-        top = 1
-        while top > 0:
-            top -= 1
-            c = stack[top]
-            a, b = lo[c], hi[c]
-            overlap = a < ghi and glo < b
-            if not overlap:
-                r2 = 0.0
-                for k in range(3):
-                    gap = max(bmin[k] - summ[c, k], summ[c, k] - bmax[k], 0.0)
-                    r2 += gap * gap
-                if crit[c] < r2:
-                    if nc == cells.shape[1]:
-                        cells = _grow(cells, nc)
-                    for f in range(_NF):
-                        cells[f, nc] = summ[c, f]
-                    nc += 1
-                    continue
-            if nchild[c] > 0:
-                for ch in range(first[c], first[c] + nchild[c]):
-                    stack[top] = ch
-                    top += 1
-            elif overlap and b - a > group_size:
-                # Only a capped leaf can exceed the group size: it is this group.
-                _capped_self(Y3, summ, c, a, b, F, zrow)
-            else:
-                while nn + (b - a) > near.shape[1]:
-                    near = _grow(near, nn)
-                for j in range(a, b):
-                    for k in range(3):
-                        near[k, nn] = Y3[j, k]
-                    nn += 1
-        for i in range(glo, ghi):
-            _sweep(Y3, i, cells, nc, near, nn, F, zrow)
+        _walk_group(Y3, walk, summ, groups[gi], groups[gi + 1], group_size, stack_size, F, zrow)
     return F, zrow.sum()
 
 
-@numba.njit(cache=True, fastmath=_FAST)
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow):
+    """Interactions of points ``glo:ghi`` with the whole tree, added into F and zrow.
+
+    ``walk`` packs what the walk reads of a node into one 64-byte row: centre of mass (3),
+    crit, lo, hi, first child, number of children. ``crit`` is (s/θ)²: the node is
+    summarised for the group when the squared distance from its centre of mass to the
+    group's bounding box exceeds it; negative values mark nodes summarised whenever they
+    do not hold the group's points.
+    """
+    bmin = np.empty(3)
+    bmax = np.empty(3)
+    for k in range(3):
+        bmin[k] = Y3[glo, k]
+        bmax[k] = Y3[glo, k]
+    for j in range(glo + 1, ghi):
+        for k in range(3):
+            bmin[k] = min(bmin[k], Y3[j, k])
+            bmax[k] = max(bmax[k], Y3[j, k])
+    cells = np.empty((_NF, 256))
+    near = np.empty((3, 256))
+    nc = 0
+    nn = 0
+    stack = np.empty(stack_size, dtype=np.int64)
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        c = stack[top]
+        a, b = int(walk[c, 4]), int(walk[c, 5])
+        overlap = a < ghi and glo < b
+        if not overlap:
+            r2 = 0.0
+            for k in range(3):
+                gap = max(bmin[k] - walk[c, k], walk[c, k] - bmax[k], 0.0)
+                r2 += gap * gap
+            if walk[c, 3] < r2:
+                if nc == cells.shape[1]:
+                    cells = _grow(cells, nc)
+                for f in range(_NF):
+                    cells[f, nc] = summ[c, f]
+                nc += 1
+                continue
+        if walk[c, 7] > 0:
+            fc = int(walk[c, 6])
+            for ch in range(fc, fc + int(walk[c, 7])):
+                stack[top] = ch
+                top += 1
+        elif overlap and b - a > group_size:
+            # Only a capped leaf can exceed the group size: it is this group.
+            _capped_self(Y3, summ, c, a, b, F, zrow)
+        else:
+            while nn + (b - a) > near.shape[1]:
+                near = _grow(near, nn)
+            for j in range(a, b):
+                for k in range(3):
+                    near[k, nn] = Y3[j, k]
+                nn += 1
+    for i in range(glo, ghi):
+        _sweep(Y3, i, cells, nc, near, nn, F, zrow)
+
+
+@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
 def _sweep(Y3, i, cells, nc, near, nn, F, zrow):
     """Add point ``i``'s interactions with a group's far cells and near points."""
     y0, y1, y2 = Y3[i, 0], Y3[i, 1], Y3[i, 2]
@@ -318,15 +398,17 @@ def _capped_self(Y3, summ, c, a, b, F, zrow):
         zrow[i] += 1.0
         if others == 0:
             continue
-        d2 = 0.0
-        x = np.empty(3)
-        for k in range(3):
-            x[k] = Y3[i, k] - ((b - a) * summ[c, k] - Y3[i, k]) / others
-            d2 += x[k] * x[k]
-        t = 1.0 / (1.0 + d2)
+        # y_i minus the others' centre is m/(m − 1)·(y_i − centre of all m): no cancellation.
+        scale = (b - a) / others
+        x0 = scale * (Y3[i, 0] - summ[c, 0])
+        x1 = scale * (Y3[i, 1] - summ[c, 1])
+        x2 = scale * (Y3[i, 2] - summ[c, 2])
+        t = 1.0 / (1.0 + x0 * x0 + x1 * x1 + x2 * x2)
         zrow[i] += others * t
-        for k in range(3):
-            F[i, k] += others * t * t * x[k]
+        w = others * t * t
+        F[i, 0] += w * x0
+        F[i, 1] += w * x1
+        F[i, 2] += w * x2
 
 
 def repulsion_bh(Y: np.ndarray, theta: float = 0.5) -> tuple[np.ndarray, float]:
@@ -338,7 +420,8 @@ def repulsion_bh(Y: np.ndarray, theta: float = 0.5) -> tuple[np.ndarray, float]:
         Embedding coordinates.
     theta : float, default 0.5
         Opening angle: a cell of side s is summarised (quadrupole-corrected) when
-        ``s < theta · distance``. 0 gives the exact sums, up to rounding.
+        ``s < theta · distance``. 0 gives the exact sums, up to rounding (and up to the
+        2^-L-sized cells of coincident points, which are always summarised).
 
     Returns
     -------
@@ -347,7 +430,7 @@ def repulsion_bh(Y: np.ndarray, theta: float = 0.5) -> tuple[np.ndarray, float]:
     Z : float
         ``Σ_{k≠l} t_kl``.
     """
-    Y = np.asarray(Y, dtype=np.float64)
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
     if Y.ndim != 2 or Y.shape[1] not in _LEVELS:
         raise ValueError(f"Barnes-Hut needs Y of shape (m, d) with d in 1, 2, 3; got {Y.shape}")
     if not theta >= 0.0:
@@ -355,27 +438,37 @@ def repulsion_bh(Y: np.ndarray, theta: float = 0.5) -> tuple[np.ndarray, float]:
     m, d = Y.shape
     if m < 2:
         return np.zeros_like(Y), 0.0
-    origin = Y.min(axis=0)
-    side = float(np.max(Y.max(axis=0) - origin))
+    origin, top = _bounding_box(Y)  # numpy's axis-0 min/max is slow for few columns
+    side = float(np.max(top - origin))
     if not np.isfinite(side):
         raise ValueError("Y contains non-finite values")
     if side == 0.0:
         side = 1.0  # all points coincide: they share one capped leaf
+    threads = numba.get_num_threads()
+    if m < _SERIAL_BELOW and threads > 1:
+        numba.set_num_threads(1)
+        try:
+            return _repulsion(Y, theta, side, origin)
+        finally:
+            numba.set_num_threads(threads)
+    return _repulsion(Y, theta, side, origin)
+
+
+def _repulsion(Y, theta, side, origin):
+    m, d = Y.shape
     levels = _LEVELS[d]
-    keys = _morton_keys(np.ascontiguousarray(Y), origin, float(2**levels) / side, levels)
-    order = np.argsort(keys, kind="stable")
-    Y3 = np.zeros((m, 3))
-    Y3[:, :d] = Y[order]
-    lo, hi, level, first, nchild, summ = _build_tree(keys[order], Y3, d, levels, _LEAF_SIZE)
+    keys = _morton_keys(Y, origin, float(2**levels) / side, levels)
+    order = np.argsort(keys)  # ties are points of one capped cell: any order
+    skeys, Y3 = _sort_points(Y, keys, order)
+    lo, hi, level, first, nchild, summ = _build_tree(skeys, Y3, d, levels, _LEAF_SIZE)
 
     size = side * np.exp2(-level.astype(np.float64))
     with np.errstate(divide="ignore"):
         crit = (size / theta) ** 2 if theta > 0 else np.full(len(lo), np.inf)
     # A single point is its own exact summary; capped leaves are always summarised.
     crit[(hi - lo == 1) | ((level >= levels) & (hi - lo > 1))] = -1.0
-    groups = _groups(lo, hi, first, nchild, _GROUP)
+    bounds = _groups(lo, hi, first, nchild, _GROUP)
+    walk = np.column_stack([summ[:, :3], crit, lo, hi, first, nchild])
     stack_size = levels * ((1 << d) - 1) + 2
-    F3, Z = _traverse(Y3, lo, hi, first, nchild, summ, crit, groups, _GROUP, stack_size)
-    F = np.empty((m, d))
-    F[order] = F3[:, :d]
-    return F, float(Z)
+    F3, Z = _traverse(Y3, walk, summ, bounds, _GROUP, stack_size)
+    return _unsort(F3, order, d), float(Z)

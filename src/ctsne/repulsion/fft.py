@@ -1,311 +1,315 @@
 """FFT-accelerated interpolation repulsion (Linderman et al., Nature Methods 2019) for d ≤ 2.
 
 For points ``Y`` (m, d) it returns ``F_i = Σ_{j≠i} t_ij² (y_i − y_j)`` and
-``Z = Σ_{k≠l} t_kl`` with ``t = 1/(1 + |y_k − y_l|²)``, in O(m + G log G) for a grid of G
-nodes, by the scheme of FIt-SNE:
+``Z = Σ_{k≠l} t_kl`` with ``t = 1/(1 + |y_k − y_l|²)``, in O(m p^d + G log G) for a grid of
+G nodes:
 
-1. Cover the bounding box with equispaced boxes (about one per unit of span, at least
-   ``min_boxes`` per dimension) holding ``p`` Lagrange nodes each; the nodes form one
-   equispaced grid of spacing ``h / p``.
-2. Spread the charges ``1`` and ``y − c`` (c the box centre) of every point onto the nodes
-   of its box with the Lagrange weights (parallel, one private grid per thread).
-3. Convolve with the kernel ``t²`` sampled on the grid: a Toeplitz product, done as a
-   circulant one by zero-padded real FFTs (``scipy.fft`` with several workers).
-4. Interpolate the potentials back to the points (parallel gather):
-   ``F_i ≈ (y_i − c) φ₁(y_i) − φ_y(y_i)``. The spread self-charge cancels exactly here.
+1. An equispaced grid covers the bounding box: boxes of ``p`` nodes, ``boxes_per_unit``
+   per unit of span (more if the span holds fewer than ``min_boxes``).
+2. Every point spreads a unit charge onto the ``p^d`` nodes nearest to it with Lagrange
+   weights (parallel over points, private grids, points visited in tile order).
+3. The charges are convolved with the force kernel ``t(v)² v``, one component per
+   dimension, sampled on the grid: Toeplitz products done as circulant ones by
+   zero-padded real FFTs (``scipy.fft`` with several workers).
+4. The potentials are interpolated back to the points: that is ``F`` (parallel gather).
 
-``Z`` needs no potential at all: summing the interpolated ``Σ_j t_ij`` over i is the
-quadratic form ``c₁ᵀ K c₁`` of the spread unit charges with the kernel ``t`` on the grid,
-which Parseval turns into a weighted sum over the spectrum already computed in step 3.
-Using ``t`` itself (rather than FIt-SNE's ``t²(1 + r²)`` with a ``|y|²`` charge) avoids the
-cancellation of large ``|y|²`` terms and costs one kernel transform instead of one charge
-transform. The self-pairs, ``t_ii = 1``, are then removed by subtracting m.
+Departures from FIt-SNE (numbers in ``benchmarks/bench_fft.py`` and the tests):
 
-The kernels are even, so their spectra are real and come from a type-I DCT of one
-quadrant of the padded grid: half the work of a real FFT of the whole padded grid. The
-charge transforms skip the all-zero rows of the padding, and the inverse transforms only
-produce the rows that hold nodes.
+* One charge and a vector kernel, where FIt-SNE convolves the charges ``1, y`` (and
+  ``|y|²``) with ``t²`` and forms ``F_i = y_i φ₁ − φ_y``. The difference of large terms in
+  that form loses all accuracy for sparse, wide point sets (a scattered ct-SNE class);
+  here nothing cancels, a point's own charge adds ``Σ t(v)² v = 0`` by symmetry, spreading
+  does a third of the work, and the FFTs are one forward and d inverse transforms. The
+  vector kernel interpolates about 2.5× less accurately on the same grid, so the default
+  grid is 1.25× finer: the FFT work is then that of the FIt-SNE form at equal accuracy.
+* Stencils are centred on the point (its p nearest nodes) instead of being the p nodes of
+  the box it falls in: same grid and FFT, 2.5–8× smaller interpolation error.
+* ``Z`` needs no potential: the sum over i of the interpolated ``Σ_j t_ij`` is the
+  quadratic form ``cᵀ T c`` of the spread charges, which Parseval turns into a weighted
+  sum over the charge spectrum. The self-pairs are removed as interpolated (each point's
+  weights paired through ``t``: ``(2p−1)^d`` terms), not as ``t_ii = 1``; the latter
+  leaves m interpolation errors in Z, which dominate for a small or sparse group.
+* The kernels are even or odd along each axis, so their spectra come from type-I cosine
+  and sine transforms of one quadrant, half the work of a real FFT of the padded grid.
+  The forward transform skips the all-zero padding rows; the inverse stops at node rows.
+* The node spacing is fixed (a ladder of values for spans below ``min_boxes`` boxes), so
+  the kernel spectra depend on the FFT size alone and are cached: a slowly growing layout,
+  or classes scattered over the same layout, reuse them (~1/3 of the FFT work).
+* All stages use numba ``prange`` or ``scipy.fft`` workers above a size where waking the
+  thread pool pays; below it they run in the calling thread.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 import scipy.fft
 
-__all__ = ["grid_shape", "repulsion_fft"]
+from . import _interp
+from ._interp import TILE
 
-# Defaults of the grid resolution (FIt-SNE uses 50 and 1); see the module tests and
-# benchmarks/bench_fft.py for the accuracy and cost they give.
-MIN_BOXES = 50
-BOXES_PER_UNIT = 1.0
-# Cap on boxes per dimension, so that a wildly spread embedding (early optimisation, a bad
-# step) degrades accuracy instead of allocating gigabytes: 2-D grid memory grows as boxes².
-MAX_BOXES = {1: 1 << 20, 2: 1000}
+__all__ = ["clear_kernel_cache", "exact_is_faster", "grid_shape", "repulsion_fft"]
 
-
-# --------------------------------------------------------------------------------------
-# Numba kernels. Points are processed in contiguous chunks, one per thread, so that the
-# Lagrange weight buffers are allocated once per chunk and spreading can use private grids.
-
-
-@numba.njit(inline="always")
-def _locate(y, origin, inv_delta, last, centred, inv_denom, w):
-    """First node of the stencil of coordinate ``y`` and its Lagrange weights (into ``w``)."""
-    p = inv_denom.shape[0]
-    x = (y - origin) * inv_delta  # in node units, node j at origin + j·delta
-    if centred:
-        start = int(math.floor(x - 0.5 * p + 1.0))
-    else:
-        start = p * int(math.floor((x + 0.5) / p))
-    if start > last:
-        start = last
-    if start < 0:
-        start = 0
-    u = x - start
-    for k in range(p):
-        v = inv_denom[k]
-        for j in range(p):
-            if j != k:
-                v *= u - j
-        w[k] = v
-    return start
-
-
-@numba.njit(parallel=True, cache=True)
-def _spread_1d(y, c, origin, inv_delta, n_nodes, centred, inv_denom, n_chunks):
-    m = y.shape[0]
-    p = inv_denom.shape[0]
-    private = np.empty((n_chunks, 2, n_nodes))
-    for t in numba.prange(n_chunks):
-        private[t] = 0.0
-        w = np.empty(p)
-        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
-            j0 = _locate(y[i], origin, inv_delta, n_nodes - p, centred, inv_denom, w)
-            q = y[i] - c
-            for a in range(p):
-                private[t, 0, j0 + a] += w[a]
-                private[t, 1, j0 + a] += w[a] * q
-    return private.sum(axis=0)
-
-
-@numba.njit(parallel=True, cache=True)
-def _spread_2d(Y, c, origin, inv_delta, n_nodes, centred, inv_denom, n_chunks):
-    m = Y.shape[0]
-    p = inv_denom.shape[0]
-    nx, ny = n_nodes[0], n_nodes[1]
-    private = np.empty((n_chunks, 3, nx, ny))
-    for t in numba.prange(n_chunks):
-        private[t] = 0.0
-        wx = np.empty(p)
-        wy = np.empty(p)
-        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
-            ix = _locate(Y[i, 0], origin[0], inv_delta[0], nx - p, centred, inv_denom, wx)
-            iy = _locate(Y[i, 1], origin[1], inv_delta[1], ny - p, centred, inv_denom, wy)
-            q0 = Y[i, 0] - c[0]
-            q1 = Y[i, 1] - c[1]
-            for a in range(p):
-                for b in range(p):
-                    w = wx[a] * wy[b]
-                    private[t, 0, ix + a, iy + b] += w
-                    private[t, 1, ix + a, iy + b] += w * q0
-                    private[t, 2, ix + a, iy + b] += w * q1
-    out = np.empty((3, nx, ny))
-    for r in numba.prange(nx):  # the reduction is split by grid rows
-        for k in range(3):
-            for s in range(ny):
-                acc = 0.0
-                for t in range(n_chunks):
-                    acc += private[t, k, r, s]
-                out[k, r, s] = acc
-    return out
-
-
-@numba.njit(inline="always")
-def _autocorrelation(w, out):
-    """``out[k] = Σ_a w[a] w[a + k]``: how a point's own weights pair at node offset k."""
-    p = w.shape[0]
-    for k in range(p):
-        acc = 0.0
-        for a in range(p - k):
-            acc += w[a] * w[a + k]
-        out[k] = acc
-
-
-@numba.njit(parallel=True, cache=True)
-def _gather_1d(y, c, origin, inv_delta, n_nodes, centred, inv_denom, pot, kernel, n_chunks):
-    m = y.shape[0]
-    p = inv_denom.shape[0]
-    F = np.empty((m, 1))
-    self_sum = np.zeros(n_chunks)
-    for t in numba.prange(n_chunks):
-        w = np.empty(p)
-        ac = np.empty(p)
-        acc_self = 0.0
-        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
-            j0 = _locate(y[i], origin, inv_delta, n_nodes - p, centred, inv_denom, w)
-            a0 = 0.0
-            a1 = 0.0
-            for a in range(p):
-                a0 += w[a] * pot[0, j0 + a]
-                a1 += w[a] * pot[1, j0 + a]
-            F[i, 0] = (y[i] - c) * a0 - a1
-            _autocorrelation(w, ac)
-            acc_self += ac[0] * kernel[0]
-            for k in range(1, p):
-                acc_self += 2.0 * ac[k] * kernel[k]
-        self_sum[t] = acc_self
-    return F, self_sum.sum()
-
-
-@numba.njit(parallel=True, cache=True)
-def _gather_2d(Y, c, origin, inv_delta, n_nodes, centred, inv_denom, pot, kernel, n_chunks):
-    m = Y.shape[0]
-    p = inv_denom.shape[0]
-    nx, ny = n_nodes[0], n_nodes[1]
-    F = np.empty((m, 2))
-    self_sum = np.zeros(n_chunks)
-    for t in numba.prange(n_chunks):
-        wx = np.empty(p)
-        wy = np.empty(p)
-        acx = np.empty(p)
-        acy = np.empty(p)
-        acc_self = 0.0
-        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
-            ix = _locate(Y[i, 0], origin[0], inv_delta[0], nx - p, centred, inv_denom, wx)
-            iy = _locate(Y[i, 1], origin[1], inv_delta[1], ny - p, centred, inv_denom, wy)
-            a0 = 0.0
-            a1 = 0.0
-            a2 = 0.0
-            for a in range(p):
-                for b in range(p):
-                    w = wx[a] * wy[b]
-                    a0 += w * pot[0, ix + a, iy + b]
-                    a1 += w * pot[1, ix + a, iy + b]
-                    a2 += w * pot[2, ix + a, iy + b]
-            F[i, 0] = (Y[i, 0] - c[0]) * a0 - a1
-            F[i, 1] = (Y[i, 1] - c[1]) * a0 - a2
-            _autocorrelation(wx, acx)
-            _autocorrelation(wy, acy)
-            for a in range(p):
-                fa = 1.0 if a == 0 else 2.0  # offsets ±a share one kernel value
-                for b in range(p):
-                    fb = 1.0 if b == 0 else 2.0
-                    acc_self += fa * fb * acx[a] * acy[b] * kernel[a, b]
-        self_sum[t] = acc_self
-    return F, self_sum.sum()
-
-
-@numba.njit(parallel=True, cache=True)
-def _kernel_quadrant(n_nodes, half, spacing):
-    """``t`` and ``t²`` at node offsets ``j·spacing`` for ``0 ≤ j < n_nodes``, zero-padded to
-    ``half + 1`` per dimension: one quadrant of the even circulant embedding."""
-    d = n_nodes.shape[0]
-    rows = half[0] + 1
-    cols = half[1] + 1 if d == 2 else 1
-    ny = n_nodes[1] if d == 2 else 1
-    dy = spacing[1] if d == 2 else 0.0
-    out = np.zeros((2, rows, cols))
-    for r in numba.prange(n_nodes[0]):
-        x2 = (r * spacing[0]) ** 2
-        for s in range(ny):
-            t = 1.0 / (1.0 + x2 + (s * dy) ** 2)
-            out[0, r, s] = t
-            out[1, r, s] = t * t
-    return out
-
-
-@numba.njit(parallel=True, cache=True)
-def _apply_spectrum(C, K, half_rows):
-    """Multiply the charge spectra ``C`` (q, L, cols) by the ``t²`` spectrum in place and
-    return ``Σ_f |C₀(f)|² K_t(f)`` over the full spectrum (Parseval, for Z)."""
-    q, n_rows, n_cols = C.shape
-    zrow = np.zeros(n_rows)
-    for r in numba.prange(n_rows):
-        kr = np.int64(r)
-        if kr > half_rows:  # the kernel spectrum is even
-            kr = n_rows - kr
-        acc = 0.0
-        for s in range(n_cols):
-            c0 = C[0, r, s]
-            # the real FFT stores one of each conjugate pair of columns; count it twice
-            w = 1.0 if (s == 0 or s == n_cols - 1) else 2.0
-            acc += w * (c0.real * c0.real + c0.imag * c0.imag) * K[0, kr, s]
-            k2 = K[1, kr, s]
-            for k in range(q):
-                C[k, r, s] *= k2
-        zrow[r] = acc
-    return zrow.sum()
-
-
-# --------------------------------------------------------------------------------------
+# Grid resolution. FIt-SNE's p = 3 and one box per unit give 0.3–1e-2 relative force
+# error on t-SNE layouts (~1e-2 for its box-bound stencils); p = 5 and 1.25 boxes per
+# unit (6.25 nodes per unit, 4.3× the nodes in 2-D) give 0.5–5e-4, for ~3× the time at
+# 10⁶ points. Raising p is the cheaper way up: the error falls as the p-th power of the
+# node spacing. It depends on the spacing only, so a small minimum number of boxes
+# suffices and keeps the grid of a small group cheap.
+N_INTERP = 5
+MIN_BOXES = 8
+BOXES_PER_UNIT = 1.25
+# Most nodes per dimension, so that a wildly spread embedding (a bad step, an unusual
+# layout) loses accuracy instead of exhausting memory. In 2-D, 4096 nodes hold a span of
+# ~650 at full resolution (openTSNE spreads 10⁶ points over ~300) and peak near 2 GB.
+MAX_NODES = {1: 1 << 22, 2: 4096}
+# Spread in tile order when the 2-D charge grid outgrows a core's L2 cache and there are
+# enough points for cache misses to matter.
+SORT_ABOVE_BYTES = 1 << 20
+SORT_ABOVE_POINTS = 20_000
+# Kernel spectra kept for reuse: with a fixed node spacing, successive calls on a slowly
+# growing layout mostly share a grid size. One 10⁶-point layout needs ~150 MB.
+KERNEL_CACHE_BYTES = 256 << 20
+_SPECTRA: OrderedDict = OrderedDict()
+_SPECTRA_LOCK = threading.Lock()
+# Stages run on one thread below these sizes (point stages: m·p^d, grid stages: padded
+# nodes): waking the thread pool would cost more than it saves.
+PARALLEL_ABOVE = 1 << 16
 
 
 def grid_shape(
     span: np.ndarray,
-    n_interp: int = 3,
+    n_interp: int = N_INTERP,
     min_boxes: int = MIN_BOXES,
     boxes_per_unit: float = BOXES_PER_UNIT,
-    max_boxes: int | None = None,
-    centred: bool = True,
+    max_nodes: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Boxes, nodes and padded half-length per dimension for a bounding box of extent ``span``.
+    """Node spacing, node count and padded half-length per dimension for a bounding box
+    of extent ``span``.
+
+    The spacing is ``h / p`` for boxes of width ``h = 1 / boxes_per_unit``; a span of
+    fewer than ``min_boxes`` boxes, or one that would need more than ``max_nodes`` nodes,
+    takes the nearest finer (coarser) spacing on a ladder of ratio 2^(1/8). A fixed set of
+    spacings lets successive calls reuse the kernel spectra.
 
     Returns
     -------
-    n_boxes : ndarray of int64 (d,)
-        ``clip(ceil(span · boxes_per_unit), min_boxes, max_boxes)``; the node spacing is
-        ``span / (n_boxes · n_interp)``.
+    delta : ndarray (d,)
     n_nodes : ndarray of int64 (d,)
-        Grid nodes, with a margin for the stencils of points near the edges if centred.
+        ``span / delta`` plus about p/2 nodes each side for the stencils at the edges.
     half : ndarray of int64 (d,)
-        ``M ≥ n_nodes`` such that ``2M`` (the circulant length) is a fast FFT size.
+        ``M ≥ n_nodes`` such that the circulant length ``2M`` is a fast FFT size.
     """
     span = np.asarray(span, dtype=np.float64)
-    cap = MAX_BOXES[len(span)] if max_boxes is None else max_boxes
-    n_boxes = np.array(
-        [max(1, min(max(min_boxes, math.ceil(s * boxes_per_unit)), cap)) for s in span],
-        dtype=np.int64,
-    )
     p = n_interp
-    n_nodes = n_boxes * p
-    if centred:
-        n_nodes = n_nodes + (p - 1) // 2 + p // 2 + 1
+    cap = MAX_NODES[len(span)] if max_nodes is None else max_nodes
+    nominal = 1.0 / (p * boxes_per_unit)
+    delta = np.full(len(span), nominal)
+    fine = span / (max(min_boxes, 1) * p)
+    coarse = span / max(cap - 2 * p, 1)
+    for k in range(len(span)):
+        if fine[k] < nominal:  # small span: the largest ladder step below span / min_boxes
+            delta[k] = nominal * 2.0 ** (-math.ceil(8 * math.log2(nominal / fine[k])) / 8)
+        if coarse[k] > delta[k]:  # capped: the smallest ladder step that fits
+            delta[k] = nominal * 2.0 ** (math.ceil(8 * math.log2(coarse[k] / nominal)) / 8)
+    n_nodes = (np.floor(span / delta + (p - 1) // 2 + p / 2) + 1).astype(np.int64)
     half = np.array([scipy.fft.next_fast_len(int(n), real=True) for n in n_nodes],
                     dtype=np.int64)
-    return n_boxes, n_nodes, half
+    return delta, n_nodes, half
+
+
+def exact_is_faster(m: int, span, n_interp: int = N_INTERP, min_boxes: int = MIN_BOXES,
+                    boxes_per_unit: float = BOXES_PER_UNIT) -> bool:
+    """Whether the exact O(m²) kernel beats this engine for m points over ``span`` (d,).
+
+    A cost model fitted to ``benchmarks/bench_fft.py`` (one thread, kernel spectra
+    cached): exact ~3 ns per pair; this engine ~12 ns per node of the padded grid plus
+    ~100 ns per point. The grid follows the span, not m: a class scattered over the whole
+    layout needs the whole layout's grid, so the crossover grows with the span (about 250
+    points for a group at its own t-SNE density, about 2600 for one spread over 80 units).
+    """
+    _, _, half = grid_shape(np.atleast_1d(span), n_interp, min_boxes, boxes_per_unit)
+    return 3.0 * m * m < 12.0 * float(np.prod(2 * half)) + 100.0 * m
 
 
 class _Clock:
-    def __init__(self, out):
+    """Adds wall and process CPU seconds per stage to a dict (``name``, ``name + "_cpu"``)."""
+
+    def __init__(self, out: dict | None):
         self.out = out
         self.t = time.perf_counter()
+        self.c = time.process_time()
 
-    def __call__(self, name):
+    def __call__(self, name: str) -> None:
         if self.out is not None:
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.process_time()
             self.out[name] = self.out.get(name, 0.0) + now - self.t
-            self.t = now
+            self.out[name + "_cpu"] = self.out.get(name + "_cpu", 0.0) + cpu - self.c
+            self.t, self.c = now, cpu
 
 
-def _lagrange_denominators(p: int) -> np.ndarray:
+@dataclass
+class _Grid:
+    """Geometry of one evaluation: node j of dimension k is at ``origin[k] + j·delta[k]``."""
+
+    p: int
+    n_nodes: np.ndarray
+    half: np.ndarray
+    origin: np.ndarray
+    inv_delta: np.ndarray
+    inv_denom: np.ndarray
+    delta: np.ndarray
+    t_near: np.ndarray  # t at node offsets 0..p−1 per axis, for the self-pairs
+    n_chunks: int  # point chunks; 1 if the point stages run serially
+    par_grid: bool  # whether the grid stages run in parallel
+    workers: int
+
+
+def _plan(Y, lo, span, n_interp, min_boxes, boxes_per_unit, max_nodes, workers) -> _Grid:
+    p = n_interp
+    d = len(span)
+    delta, n_nodes, half = grid_shape(span, p, min_boxes, boxes_per_unit, max_nodes)
+    par_grid = bool(np.prod(2 * half) > PARALLEL_ABOVE)
     nodes = np.arange(p, dtype=np.float64)
     diff = nodes[:, None] - nodes[None, :]
     np.fill_diagonal(diff, 1.0)
-    return 1.0 / diff.prod(axis=1)
+    return _Grid(
+        p=p,
+        n_nodes=n_nodes,
+        half=half,
+        origin=lo - ((p - 1) // 2) * delta,
+        inv_delta=1.0 / delta,
+        inv_denom=1.0 / diff.prod(axis=1),
+        delta=delta,
+        t_near=_interp.kernel_quadrant(np.full(d, p), delta, False)[0],
+        n_chunks=numba.get_num_threads() if len(Y) * p**d > PARALLEL_ABOVE else 1,
+        par_grid=par_grid,
+        workers=workers if par_grid else 1,
+    )
+
+
+def _kernel_spectra(g: _Grid) -> tuple[np.ndarray, ...]:
+    """Spectra of ``t`` and of the force kernels on the circulant grid, from the cache if
+    an earlier call had the same spacing and size (they depend on nothing else: offsets
+    past the nodes are never paired, so the quadrant holds the kernels up to ``half``)."""
+    key = (tuple(g.delta.tolist()), tuple(g.half.tolist()))
+    with _SPECTRA_LOCK:
+        if key in _SPECTRA:
+            _SPECTRA.move_to_end(key)
+            return _SPECTRA[key]
+    w = g.workers
+    k = _interp.kernel_quadrant(g.half + 1, g.delta, g.par_grid)
+    if len(g.half) == 1:
+        M = g.half[0]
+        t_hat = scipy.fft.dct(k[0, :, 0], type=1, workers=w)
+        # the force kernel is odd: its spectrum is −i times a sine transform
+        g_hat = np.zeros(M + 1, dtype=np.complex128)
+        g_hat[1:M] = -1j * scipy.fft.dst(k[1, 1:M, 0], type=1, workers=w)
+        spectra = (t_hat, g_hat)
+    else:
+        Mx, My = g.half
+        t_hat = scipy.fft.dctn(k[0], type=1, workers=w)
+        # the force kernels are odd along their own axis and even along the other
+        rx = scipy.fft.dct(scipy.fft.dst(k[1, 1:Mx], type=1, axis=0, workers=w), type=1,
+                           axis=1, workers=w)
+        ry = scipy.fft.dst(scipy.fft.dct(k[2, :, 1:My], type=1, axis=0, workers=w), type=1,
+                           axis=1, workers=w)
+        spectra = (t_hat, rx, ry)
+    del k
+    size = sum(a.nbytes for a in spectra)
+    if size <= KERNEL_CACHE_BYTES:
+        for a in spectra:
+            a.setflags(write=False)
+        with _SPECTRA_LOCK:
+            _SPECTRA[key] = spectra
+            while sum(a.nbytes for v in _SPECTRA.values() for a in v) > KERNEL_CACHE_BYTES:
+                _SPECTRA.popitem(last=False)
+    return spectra
+
+
+def clear_kernel_cache() -> None:
+    """Drop the cached kernel spectra (up to ``KERNEL_CACHE_BYTES`` of memory)."""
+    with _SPECTRA_LOCK:
+        _SPECTRA.clear()
+
+
+def _spread(Y: np.ndarray, g: _Grid):
+    """Unit charges on the grid, and the points in the order they were visited (with
+    ``order`` mapping back; None if unchanged)."""
+    if Y.shape[1] == 1:
+        charges = _interp.spread_1d(Y.ravel(), g.origin[0], g.inv_delta[0], g.n_nodes[0],
+                                    g.inv_denom, g.n_chunks, g.n_chunks > 1)
+        return charges, Y, None
+    m = len(Y)
+    nx = g.n_nodes[0]
+    if 8 * nx * g.n_nodes[1] > SORT_ABOVE_BYTES and m > SORT_ABOVE_POINTS:
+        order, Ys = _interp.tile_order(Y, g.origin, g.inv_delta, g.n_nodes, g.n_chunks)
+        # tile rows are the major key, so a chunk of the sorted points only reaches the
+        # grid rows between the tile rows of its first and last point
+        bounds = np.arange(g.n_chunks + 1) * m // g.n_chunks
+        tx = np.floor((Ys[bounds[:-1], 0] - g.origin[0]) * g.inv_delta[0]) // TILE
+        band_lo = np.clip(tx * TILE - g.p, 0, nx).astype(np.int64)
+        tx = np.floor((Ys[bounds[1:] - 1, 0] - g.origin[0]) * g.inv_delta[0]) // TILE
+        band_hi = np.clip((tx + 1) * TILE + g.p, 0, nx).astype(np.int64)
+    else:
+        order, Ys = None, Y
+        band_lo = np.zeros(g.n_chunks, dtype=np.int64)
+        band_hi = np.full(g.n_chunks, nx, dtype=np.int64)
+    charges = _interp.spread_2d(Ys, g.origin, g.inv_delta, g.n_nodes, g.inv_denom,
+                                band_lo, band_hi, g.n_chunks > 1)
+    return charges, Ys, order
+
+
+def _convolve(charges: np.ndarray, g: _Grid) -> tuple[np.ndarray, float]:
+    """Potentials of the force kernel ``t² v`` on the node rows (columns padded), one per
+    component, and ``Σ_i Σ_j t̃_ij`` including the interpolated self-pairs."""
+    w = g.workers
+    length = 2 * g.half
+    spectra = _kernel_spectra(g)
+    if charges.ndim == 1:
+        t_hat, g_hat = spectra
+        spec = scipy.fft.rfft(charges, n=length[0], workers=w)
+        power = spec.real**2 + spec.imag**2
+        power[1:-1] *= 2.0  # conjugate pairs stored once
+        pot = scipy.fft.irfft(spec * g_hat, n=length[0], workers=w)
+        return pot[None], float(power @ t_hat) / length[0]
+    t_hat, rx, ry = spectra
+    # rows past the nodes are zero: transform along the rows first, for node rows only,
+    # and let the second transform pad; on the way back only node rows are needed
+    spec = scipy.fft.rfft(charges, n=length[1], axis=-1, workers=w)
+    spec = scipy.fft.fft(spec, n=length[0], axis=-2, workers=w, overwrite_x=True)
+    pot_hat, z_sum = _interp.apply_spectra_2d(spec, t_hat, rx, ry, g.half[0], g.par_grid)
+    del spec
+    pot_hat = scipy.fft.ifft(pot_hat, axis=-2, workers=w, overwrite_x=True)
+    pot = scipy.fft.irfft(pot_hat[:, : g.n_nodes[0]], n=length[1], axis=-1, workers=w)
+    return pot, z_sum / (length[0] * length[1])
+
+
+def _gather(Ys: np.ndarray, order, pot: np.ndarray, g: _Grid) -> tuple[np.ndarray, float]:
+    """Forces in the original row order, and the interpolated self-pairs ``Σ_i t̃_ii``."""
+    if Ys.shape[1] == 1:
+        return _interp.gather_1d(Ys.ravel(), g.origin[0], g.inv_delta[0], g.n_nodes[0],
+                                 g.inv_denom, pot[0], g.t_near[:, 0], g.n_chunks,
+                                 g.n_chunks > 1)
+    if order is None:
+        order = np.arange(len(Ys))
+    return _interp.gather_2d(Ys, order, g.origin, g.inv_delta, g.n_nodes, g.inv_denom, pot,
+                             g.t_near, g.n_chunks, g.n_chunks > 1)
 
 
 def repulsion_fft(
     Y: np.ndarray,
-    n_interp: int = 3,
+    n_interp: int = N_INTERP,
     min_boxes: int = MIN_BOXES,
     boxes_per_unit: float = BOXES_PER_UNIT,
-    max_boxes: int | None = None,
+    max_nodes: int | None = None,
     workers: int = -1,
-    centred: bool = True,
     timings: dict | None = None,
 ) -> tuple[np.ndarray, float]:
     """t-SNE repulsion by FFT-accelerated interpolation, for d = 1 or 2.
@@ -315,17 +319,20 @@ def repulsion_fft(
     Y : ndarray (m, d)
         Points, d in {1, 2}.
     n_interp : int
-        Lagrange nodes per box and dimension (FIt-SNE's p).
+        Lagrange nodes per box and dimension (p); the interpolation has order p.
     min_boxes : int
         Least number of boxes per dimension.
     boxes_per_unit : float
-        Boxes per unit of the bounding box's extent; boxes narrower than a unit keep the
-        kernel's curvature resolved, which sets the accuracy.
-    max_boxes : int, optional
-        Most boxes per dimension (default ``MAX_BOXES[d]``); beyond, boxes widen.
+        Boxes per unit of the bounding box's extent. The kernel varies on the unit scale,
+        so this and p set the accuracy; the FFT cost grows as its d-th power.
+    max_nodes : int, optional
+        Most grid nodes per dimension (default ``MAX_NODES[d]``); past it the boxes
+        widen and the accuracy drops, as the p-th power of the box width.
     workers : int
         Threads for the FFTs (``scipy.fft`` convention, -1 = all); spreading and
         interpolation use numba's thread pool.
+    timings : dict, optional
+        If given, wall and CPU seconds per stage are added to it.
 
     Returns
     -------
@@ -342,8 +349,10 @@ def repulsion_fft(
     m, d = Y.shape
     if m < 2:
         return np.zeros_like(Y), 0.0
-    lo = Y.min(axis=0)
-    hi = Y.max(axis=0)
+    clock = _Clock(timings)
+    # per column: numpy's axis-0 reduction over an (m, 2) array is many times slower
+    lo = np.array([Y[:, k].min() for k in range(d)])
+    hi = np.array([Y[:, k].max() for k in range(d)])
     span = hi - lo
     if not np.all(np.isfinite(span)):
         raise ValueError("Y contains non-finite values")
@@ -353,47 +362,12 @@ def repulsion_fft(
     span = np.where(span > 0, span, 1.0)
     lo = np.where(hi > lo, lo, lo - 0.5)
 
-    p = n_interp
-    n_boxes, n_nodes, half = grid_shape(span, p, min_boxes, boxes_per_unit, max_boxes, centred)
-    delta = span / (n_boxes * p)
-    origin = lo - ((p - 1) // 2) * delta if centred else lo + 0.5 * delta
-    centre = lo + 0.5 * span
-    inv_denom = _lagrange_denominators(p)
-    length = 2 * half
-    n_chunks = numba.get_num_threads()
-
-    kernel = _kernel_quadrant(n_nodes, half, delta)
-    if d == 1:
-        kernel_hat = scipy.fft.dct(kernel[:, :, 0], type=1, axis=-1, workers=workers)
-        charges = _spread_1d(Y[:, 0], centre[0], origin[0], 1.0 / delta[0], n_nodes[0],
-                             centred, inv_denom, n_chunks)
-        spec = scipy.fft.rfft(charges, n=length[0], axis=-1, workers=workers)
-        z_sum = _apply_spectrum(spec[:, None, :], kernel_hat[:, None, :], 0)
-        z_sum /= length[0]
-        pot = scipy.fft.irfft(spec, n=length[0], axis=-1, workers=workers, overwrite_x=True)
-        F, z_self = _gather_1d(Y[:, 0], centre[0], origin[0], 1.0 / delta[0], n_nodes[0],
-                               centred, inv_denom, pot, kernel[0, :, 0], n_chunks)
-    else:
-        clock = _Clock(timings)
-        kernel_hat = scipy.fft.dctn(kernel, type=1, axes=(1, 2), workers=workers)
-        clock("kernel")
-        charges = _spread_2d(Y, centre, origin, 1.0 / delta, n_nodes, centred, inv_denom,
-                             n_chunks)
-        clock("spread")
-        # rows beyond the nodes are zero: transform the columns of the node rows only,
-        # then pad the rows inside the second transform
-        spec = scipy.fft.rfft(charges, n=length[1], axis=-1, workers=workers)
-        clock("rfft")
-        spec = scipy.fft.fft(spec, n=length[0], axis=-2, workers=workers, overwrite_x=True)
-        clock("fft")
-        z_sum = _apply_spectrum(spec, kernel_hat, half[0])
-        z_sum /= length[0] * length[1]
-        clock("multiply")
-        spec = scipy.fft.ifft(spec, axis=-2, workers=workers, overwrite_x=True)
-        clock("ifft")
-        pot = scipy.fft.irfft(spec[:, : n_nodes[0]], n=length[1], axis=-1, workers=workers)
-        clock("irfft")
-        F, z_self = _gather_2d(Y, centre, origin, 1.0 / delta, n_nodes, centred, inv_denom,
-                               pot, kernel[0], n_chunks)
-        clock("gather")
+    g = _plan(Y, lo, span, n_interp, min_boxes, boxes_per_unit, max_nodes, workers)
+    clock("grid")
+    charges, Ys, order = _spread(Y, g)
+    clock("spread")
+    pot, z_sum = _convolve(charges, g)
+    clock("fft")
+    F, z_self = _gather(Ys, order, pot, g)
+    clock("gather")
     return F, float(z_sum - z_self)

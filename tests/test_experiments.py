@@ -1,0 +1,94 @@
+"""Smoke runs of every experiment script at --small size, in-process."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+def _load(name):
+    sys.path.insert(0, str(EXPERIMENTS))
+    try:
+        spec = importlib.util.spec_from_file_location(f"exp_{name}", EXPERIMENTS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(EXPERIMENTS))
+    return module
+
+
+def _run(name, tmp_path):
+    res = _load(name).main(["--small", "--out", str(tmp_path)])
+    return res, {p.name for p in tmp_path.iterdir()}
+
+
+def test_synthetic_qualitative(tmp_path):
+    res, files = _run("synthetic_qualitative", tmp_path)
+    assert {"synthetic_embeddings.png", "synthetic_qualitative.json"} <= files
+    emb = res["embeddings"]
+    assert set(emb) == {"t-SNE", "ct-SNE, prior f1-4", "ct-SNE, prior f1-6"}
+    # Even a short run shows f1-4 in t-SNE far more than ct-SNE with that prior does.
+    tsne, ct = emb["t-SNE"], emb["ct-SNE, prior f1-4"]
+    assert tsne["homogeneity_f14_k5"] > ct["homogeneity_f14_k5"] + 0.3
+    saved = json.loads((tmp_path / "synthetic_qualitative.json").read_text())
+    assert saved["n"] == 200
+
+
+def test_synthetic_quantitative(tmp_path):
+    res, files = _run("synthetic_quantitative", tmp_path)
+    assert {"synthetic_laplacian.png", "synthetic_quantitative.json"} <= files
+    s = res["scores"]
+    assert len(s["f1-4"]["t-SNE"]) == len(res["k"])
+    assert np.all(s["f1-4"]["ct-SNE f1-4"] > s["f1-4"]["t-SNE"])
+    assert np.all(s["f1-6"]["ct-SNE f1-6"] > s["f1-6"]["t-SNE"])
+
+
+def test_adult(tmp_path):
+    res, files = _run("adult", tmp_path)
+    assert {"adult_embeddings.png", "adult_laplacian.png", "adult.json"} <= files
+    g = res["scores"]["gender"]
+    assert np.mean(g["ct-SNE gender"]) > np.mean(g["t-SNE"])
+
+
+def test_parameter_sensitivity(tmp_path):
+    res, files = _run("parameter_sensitivity", tmp_path)
+    assert {"parameter_sensitivity.png", "parameter_sensitivity.json"} <= files
+    rows = res["rows"]
+    assert [r["beta"] for r in rows] == [0.01, 0.5, 1.0]
+    for r in rows:
+        assert r["kl"] == pytest.approx(r["kl_tsne"] + r["prior_term"])
+        assert r["kl"] == pytest.approx(r["kl_estimator"], rel=1e-6)
+    assert rows[-1]["prior_term"] == pytest.approx(0.0, abs=1e-9)   # β' = 1 is t-SNE
+    assert rows[0]["prior_term"] < 0
+
+
+def test_baselines(tmp_path):
+    res, files = _run("baselines", tmp_path)
+    assert {"baselines_cca.png", "baselines.json"} <= files
+    cca = {r["method"]: r["scores"] for r in res["cca"]["runs"]}
+    assert cca["ct-SNE"]["cluster"] > max(cca["CCA (null) + t-SNE"]["cluster"],
+                                          cca["CCA (least) + t-SNE"]["cluster"])
+    for r in res["cca"]["runs"]:
+        assert 0.0 <= r["split_within_clusters"] <= 1.0
+    if "skipped" not in res["aae"]:
+        assert "baselines_aae.png" in files
+
+
+def test_runtime(tmp_path):
+    res, files = _run("runtime", tmp_path)
+    assert {"runtime.json", "runtime.png"} <= files
+    for row in res["rows"]:
+        assert row["approx"] >= 0 and row["exact"] >= 0 and not row["exact_estimated"]
+
+
+def test_iterative(tmp_path):
+    res, files = _run("iterative", tmp_path)
+    assert {"iterative.png", "iterative.json"} <= files
+    for study in ("synthetic", "adult"):
+        assert [e["round"] for e in res[study]] == [0, 1]
+        assert res[study][1]["factored_out"] == [res[study][0]["next_prior"]]

@@ -1,0 +1,260 @@
+"""FFT interpolation repulsion checked against the exact O(m²) reference."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import ctsne.repulsion.conditional as conditional
+import ctsne.repulsion.fft as fft
+from ctsne.attraction import attraction
+from ctsne.objective import exact_objective_terms
+from ctsne.prior import make_prior
+from ctsne.repulsion import ConditionalRepulsion
+from ctsne.repulsion.exact import repulsion_exact
+from ctsne.repulsion.fft import exact_is_faster, grid_shape, repulsion_fft
+
+N = 2000
+
+
+def tsne_like(n: int, d: int, span: float, n_blobs: int = 10, seed: int = 0):
+    """Gaussian blobs of varied widths over a box of side ``span``, plus 10% uniform noise.
+
+    Returns the points and each point's blob (noise points keep a random blob id).
+    """
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-span / 2, span / 2, (n_blobs, d))
+    widths = span / 25 * rng.uniform(0.5, 1.5, n_blobs)
+    blob = rng.integers(0, n_blobs, n)
+    Y = centres[blob] + rng.normal(size=(n, d)) * widths[blob, None]
+    noise = rng.random(n) < 0.1
+    Y[noise] = rng.uniform(-span / 2, span / 2, (noise.sum(), d))
+    return Y, blob
+
+
+def rel(a, b) -> float:
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("span", [30, 80])
+def test_matches_exact_on_tsne_layouts(d, span):
+    Y, _ = tsne_like(N, d, span)
+    F, Z = repulsion_fft(Y)
+    Fe, Ze = repulsion_exact(Y)
+    # measured: force 0.8–1.6e-4, Z ≤ 5e-7
+    assert rel(F, Fe) < 1e-3
+    assert abs(Z - Ze) / Ze < 1e-5
+
+
+def test_resolution_controls_the_error():
+    Y, _ = tsne_like(N, 2, 80, seed=1)
+    Fe, Ze = repulsion_exact(Y)
+    errors = [rel(repulsion_fft(Y, n_interp=p, boxes_per_unit=b)[0], Fe)
+              for p, b in [(3, 1.0), (5, 1.0), (5, 2.0)]]
+    # FIt-SNE's p = 3 is near 1e-2; each step buys well over an order of magnitude
+    assert 1e-3 < errors[0] < 3e-2
+    assert errors[1] < errors[0] / 10
+    assert errors[2] < errors[1] / 10
+
+
+# ---- the ct-SNE gradient through the per-class decomposition ------------------------
+
+
+def random_P(n: int, k: int = 30, seed: int = 0) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.arange(n), k)
+    cols = rng.integers(0, n, n * k)
+    keep = rows != cols
+    P = sp.csr_matrix((rng.random(keep.sum()), (rows[keep], cols[keep])), shape=(n, n))
+    P = P + P.T
+    return sp.csr_matrix(P / P.sum())
+
+
+def make_labels(n_classes: int, blob: np.ndarray) -> np.ndarray:
+    if n_classes == 1:
+        return np.zeros(len(blob), dtype=np.int64)
+    if n_classes == 3:  # classes follow the layout's blobs
+        return blob % 3
+    return np.random.default_rng(2).integers(0, n_classes, len(blob))  # scattered classes
+
+
+def admissible_beta(beta: float, labels: np.ndarray) -> float:
+    """β' itself if admissible, else 90% of the way from 1 to its bound 1/(1 − ρ): the
+    strongest confirmatory setting the class sizes allow is as close as β' = 3 can get."""
+    sizes = np.bincount(labels).astype(float)
+    n = sizes.sum()
+    rho = np.sum(sizes * (sizes - 1)) / (n * (n - 1))
+    if rho >= 1.0 or beta < 1.0 / (1.0 - rho):
+        return beta
+    return 1.0 + 0.9 * (1.0 / (1.0 - rho) - 1.0)
+
+
+@functools.cache
+def case(d: int, n_classes: int, beta: float):
+    Y, blob = tsne_like(N, d, 80, seed=3)
+    P = random_P(N)
+    labels = make_labels(n_classes, blob)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # one class: the prior is void
+        prior = make_prior(labels, N, beta=admissible_beta(beta, labels))
+    return Y, P, prior, exact_objective_terms(P, Y, prior)
+
+
+CASES = [(1, 1.0)] + [(k, b) for k in (3, 50) for b in (0.01, 1.0, 3.0)]
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize(
+    "n_classes, beta, small_groups",
+    [(k, b, "exact") for k, b in CASES]
+    # β' = 1 makes α' = β': no class term. The 3 classes have ≥ 500 points: FFT anyway.
+    + [(50, 0.01, "fft"), (50, 3.0, "fft")],
+)
+def test_ctsne_gradient_matches_exact(d, n_classes, beta, small_groups, monkeypatch):
+    if small_groups == "fft":
+        # groups below EXACT_BELOW go to the exact kernel; push every group through FFT
+        monkeypatch.setitem(conditional.EXACT_BELOW, "fft", 0)
+        monkeypatch.setitem(conditional.EXACT_BELOW, "bh", 0)
+    Y, P, prior, ref = case(d, n_classes, beta)
+    rep = ConditionalRepulsion(prior.terms(), N, d, method="fft")
+    assert "fft" in rep.engines_used()
+    if small_groups == "fft":
+        assert rep.engines_used() == {"fft"}
+    F, S = rep(Y)
+    Fa, _ = attraction(P, Y)
+    grad = 4.0 * (Fa - F / S)
+    # measured: gradient ≤ 4.7e-4, S ≤ 6e-7; 7.7e-4 for d = 2, 3 classes, α' = 0.1, where
+    # the class terms cancel most of the all-points term and so amplify its error
+    assert rel(grad, ref.grad) < 1e-3
+    assert abs(S - ref.S) / ref.S < 1e-3
+
+
+# ---- edge cases ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_fewer_than_two_points(d):
+    for m in (0, 1):
+        F, Z = repulsion_fft(np.ones((m, d)))
+        assert F.shape == (m, d)
+        assert np.all(F == 0) and Z == 0.0
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_two_points(d):
+    Y = np.array([[0.3, -1.0], [1.5, 0.7]])[:, :d]
+    F, Z = repulsion_fft(Y)
+    Fe, Ze = repulsion_exact(Y)
+    np.testing.assert_allclose(F, Fe, rtol=1e-6, atol=1e-9)
+    assert Z == pytest.approx(Ze, rel=1e-6)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_identical_points(d):
+    F, Z = repulsion_fft(np.full((7, d), 3.25))
+    assert np.all(F == 0)
+    assert Z == 42.0
+
+
+def test_flat_dimension():
+    rng = np.random.default_rng(4)
+    Y = np.column_stack([rng.uniform(0, 20, 300), np.full(300, -2.0)])
+    F, Z = repulsion_fft(Y)
+    Fe, Ze = repulsion_exact(Y)
+    assert rel(F, Fe) < 1e-3
+    assert np.abs(F[:, 1]).max() < 1e-12 * np.abs(F[:, 0]).max()
+    assert abs(Z - Ze) / Ze < 1e-5
+
+
+def test_rejects_bad_input():
+    with pytest.raises(ValueError, match="shape"):
+        repulsion_fft(np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="non-finite"):
+        repulsion_fft(np.array([[0.0, 1.0], [np.inf, 0.0]]))
+
+
+def test_capped_grid_degrades_gracefully():
+    # 400 points over 10³ units on at most 1024 nodes: ~1 unit apart, too coarse for the
+    # closest pairs, but the result stays sound (measured 0.35 and 1.2e-3)
+    rng = np.random.default_rng(5)
+    Y = rng.uniform(-500, 500, (400, 2))
+    _, n_nodes, half = grid_shape(Y.max(0) - Y.min(0), max_nodes=1024)
+    assert np.all(n_nodes <= 1024) and np.all(n_nodes <= half)
+    F, Z = repulsion_fft(Y, max_nodes=1024)
+    Fe, Ze = repulsion_exact(Y)
+    assert rel(F, Fe) < 0.6
+    assert abs(Z - Ze) / Ze < 1e-2
+
+
+def test_sorted_and_unsorted_spreading_agree(monkeypatch):
+    Y, _ = tsne_like(N, 2, 80, seed=6)
+    Fe, _ = repulsion_exact(Y)
+    monkeypatch.setattr(fft, "SORT_ABOVE_BYTES", 0)
+    monkeypatch.setattr(fft, "SORT_ABOVE_POINTS", 0)
+    F_sorted, Z_sorted = repulsion_fft(Y)
+    monkeypatch.setattr(fft, "SORT_ABOVE_BYTES", 1 << 62)
+    F_plain, Z_plain = repulsion_fft(Y)
+    np.testing.assert_allclose(F_sorted, F_plain, rtol=0, atol=1e-10 * np.abs(Fe).max())
+    assert Z_sorted == pytest.approx(Z_plain, rel=1e-12)
+    assert rel(F_sorted, Fe) < 1e-3
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_result_does_not_depend_on_thread_count(d):
+    Y, _ = tsne_like(3000, d, 60, seed=7)
+    F2, Z2 = repulsion_fft(Y)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        F1, Z1 = repulsion_fft(Y, workers=1)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_allclose(F1, F2, rtol=1e-9, atol=1e-12 * np.abs(F1).max())
+    assert Z1 == pytest.approx(Z2, rel=1e-12)
+
+
+def test_grid_shape():
+    span = np.array([37.2, 3.0])
+    delta, n_nodes, half = grid_shape(span, n_interp=5, min_boxes=8, boxes_per_unit=1.25)
+    assert delta[0] == pytest.approx(1 / 6.25)  # p nodes per box, 1.25 boxes per unit
+    assert 3.0 / 40 / 2 ** (1 / 8) < delta[1] <= 3.0 / 40  # at least 8 boxes
+    assert np.all((n_nodes - 5) * delta >= span) and np.all(n_nodes <= half)
+    for length in 2 * half:  # 5-smooth, so the FFTs are fast
+        for f in (2, 3, 5):
+            while length % f == 0:
+                length //= f
+        assert length == 1
+    delta, n_nodes, _ = grid_shape(np.array([1e5]), max_nodes=4096)
+    assert 2500 < n_nodes[0] <= 4096
+
+
+def test_kernel_spectra_are_reused(monkeypatch):
+    Y, _ = tsne_like(N, 2, 80, seed=8)
+    fft.clear_kernel_cache()
+    F1, Z1 = repulsion_fft(Y)
+    assert len(fft._SPECTRA) == 1
+    F2, Z2 = repulsion_fft(Y * 1.001)  # same spacing and, here, the same FFT size
+    assert len(fft._SPECTRA) == 1
+    Fe, Ze = repulsion_exact(Y * 1.001)
+    assert rel(F2, Fe) < 1e-3 and abs(Z2 - Ze) / Ze < 1e-5
+    monkeypatch.setattr(fft, "KERNEL_CACHE_BYTES", 0)
+    fft.clear_kernel_cache()
+    F3, Z3 = repulsion_fft(Y * 1.001)
+    assert len(fft._SPECTRA) == 0
+    np.testing.assert_array_equal(F2, F3)
+    assert Z2 == Z3
+
+
+def test_cost_model_for_engine_choice():
+    # the crossovers measured in benchmarks/bench_fft.py: ~250 points at a group's own
+    # t-SNE density (span ~0.3·√m), ~2600 for a class scattered over 80 units
+    assert exact_is_faster(100, [3.0, 3.0])
+    assert not exact_is_faster(500, [7.0, 7.0])
+    assert exact_is_faster(1000, [80.0, 80.0])
+    assert not exact_is_faster(5000, [80.0, 80.0])

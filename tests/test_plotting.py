@@ -1,0 +1,146 @@
+"""Figures: panels, legends, shared colours, selections, large n, file formats."""
+
+import numpy as np
+import pytest
+
+from ctsne import io, plotting
+
+pytest.importorskip("matplotlib")
+
+
+def legend_texts(ax) -> list[str]:
+    """Texts of every legend on an Axes (several legends: one per label)."""
+    from matplotlib.legend import Legend
+
+    legends = [a for a in ax.artists if isinstance(a, Legend)]
+    if ax.get_legend() is not None:
+        legends.append(ax.get_legend())
+    return [t.get_text() for leg in legends for t in leg.get_texts()]
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    n = 300
+    return {"Y": rng.normal(size=(n, 2)), "Y2": rng.normal(size=(n, 2)),
+            "color": rng.integers(0, 5, n), "marker": np.array(["a", "b", "c"])[
+                rng.integers(0, 3, n)]}
+
+
+def test_colour_and_marker_legends(data):
+    ax = plotting.plot_embedding(data["Y"], data["color"], data["marker"], color_name="c",
+                                 marker_name="m")
+    assert legend_texts(ax) == ["0", "1", "2", "3", "4", "a", "b", "c"]
+    # one scatter per marker shape, every point drawn once
+    assert len(ax.collections) == 3
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 300
+
+
+def test_missing_labels_get_a_legend_entry():
+    lab = np.array(["x", None, "y", "x"] * 10, dtype=object)
+    ax = plotting.plot_embedding(np.random.default_rng(1).normal(size=(40, 2)), lab)
+    assert legend_texts(ax) == ["x", "y", "missing"]
+
+
+def test_side_by_side_shares_colours(data):
+    fig = plotting.plot_embeddings({"t-SNE": data["Y"], "ct-SNE": data["Y2"]}, data["color"],
+                                   data["marker"])
+    assert len(fig.axes) == 2
+    assert [ax.get_title() for ax in fig.axes] == ["t-SNE", "ct-SNE"]
+    # the same point has the same colour in both panels
+    for c0, c1 in zip(fig.axes[0].collections, fig.axes[1].collections, strict=True):
+        np.testing.assert_array_equal(c0.get_facecolors(), c1.get_facecolors())
+    # one legend for the figure, on the right panel
+    assert legend_texts(fig.axes[0]) == []
+    assert len(legend_texts(fig.axes[1])) == 5 + 3
+
+
+def test_selection_highlighted_in_both_panels(data):
+    sel = {"horses": data["Y2"][:, 0] > 1, "india": data["Y2"][:, 1] > 1.5}
+    fig = plotting.plot_embeddings([data["Y"], data["Y2"]], data["color"], highlight=sel)
+    for ax in fig.axes:
+        drawn = [len(c.get_offsets()) for c in ax.collections]
+        assert drawn == [300, int(sel["horses"].sum()), int(sel["india"].sum())]
+    assert legend_texts(fig.axes[1])[-2:] == ["horses", "india"]
+
+
+def test_highlight_by_indices(data):
+    ax = plotting.plot_embedding(data["Y"], highlight=np.array([3, 7, 11]))
+    assert len(ax.collections[-1].get_offsets()) == 3
+
+
+def test_continuous_colour_gets_a_colour_bar(data):
+    fig = plotting.plot_embeddings([data["Y"], data["Y2"]], color=data["Y"][:, 0])
+    assert len(fig.axes) == 3  # two panels and the colour bar
+    assert legend_texts(fig.axes[1]) == []
+
+
+def test_too_many_marker_shapes(data):
+    with pytest.raises(ValueError, match="at most 10"):
+        plotting.plot_embedding(data["Y"], marker=np.arange(300) % 12)
+
+
+def test_large_n_is_rasterized_and_shaded(monkeypatch):
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(plotting.RASTERIZE_ABOVE + 1, 2))
+    ax = plotting.plot_embedding(Y, rng.integers(0, 3, len(Y)))
+    assert all(c.get_rasterized() for c in ax.collections)
+    small = plotting.plot_embedding(Y[:300])
+    assert ax.collections[0].get_sizes()[0] < small.collections[0].get_sizes()[0] / 3
+    assert not small.collections[0].get_rasterized()
+    monkeypatch.setattr(plotting, "DENSITY_ABOVE", 1000)
+    ax = plotting.plot_embedding(Y, rng.integers(0, 3, len(Y)))
+    assert len(ax.images) == 1 and not ax.collections
+
+
+def test_a_million_points(tmp_path):
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(1_000_000, 2))
+    ax = plotting.plot_embedding(Y, rng.integers(0, 4, len(Y)), color_name="g")
+    path = plotting.save_figure(ax.figure, tmp_path / "big.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert path.stat().st_size < 2_000_000
+    img = ax.images[0].get_array()
+    assert img.shape[2] == 4 and np.count_nonzero(img[:, :, 3]) > 10_000
+
+
+@pytest.mark.parametrize("ext, magic", [("png", b"\x89PNG"), ("svg", b"<?xml"),
+                                        ("pdf", b"%PDF")])
+def test_file_formats(tmp_path, data, ext, magic):
+    fig = plotting.plot_embeddings([data["Y"], data["Y2"]], data["color"])
+    path = plotting.save_figure(fig, tmp_path / f"f.{ext}")
+    head = path.read_bytes()[:200]
+    assert head.startswith(magic)
+    if ext == "svg":
+        assert b"<svg" in path.read_bytes()
+
+
+def test_save_refuses_unknown_type_and_overwrite(tmp_path, data):
+    ax = plotting.plot_embedding(data["Y"])
+    with pytest.raises(io.DataError, match=r"\.png, \.svg or \.pdf"):
+        plotting.save_figure(ax.figure, tmp_path / "f.gif")
+    plotting.save_figure(ax.figure, tmp_path / "f.png")
+    with pytest.raises(io.DataError, match="exists"):
+        plotting.save_figure(ax.figure, tmp_path / "f.png")
+    plotting.save_figure(ax.figure, tmp_path / "f.png", force=True)
+
+
+def test_score_curves():
+    ks = [10, 20, 30]
+    scores = {"f14": {"t-SNE": [0.1, 0.2, 0.3], "ct-SNE": [0.7, 0.7, 0.8]},
+              "f56": {"t-SNE": [0.5, 0.5, 0.6], "ct-SNE": [0.2, 0.3, 0.3]}}
+    fig = plotting.plot_scores(ks, scores, chance={"f14": 0.8, "f56": 0.75})
+    assert len(fig.axes) == 2
+    assert [len(ax.lines) for ax in fig.axes] == [3, 3]  # two curves and the random level
+    assert legend_texts(fig.axes[1]) == ["t-SNE", "ct-SNE", "random labels"]
+
+
+def test_pyplot_figures_when_pyplot_is_in_use(data):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = plotting.plot_embedding(data["Y"])
+    assert ax.figure.number in plt.get_fignums()
+    plt.close(ax.figure)
