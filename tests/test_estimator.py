@@ -1,6 +1,8 @@
 """ConditionalTSNE end to end: determinism, errors before work, continuation, pickling."""
 
+import os
 import pickle
+import signal
 import warnings
 
 import numpy as np
@@ -72,6 +74,29 @@ def test_callbacks_receive_progress_and_can_stop(blobs):
     assert [s[0] for s in seen] == [20, 40, 60, 80, 100]
     assert all(np.isfinite(s[1]) and s[2] == (240, 2) for s in seen)
     assert model.n_iter_ == 100  # stopped in the second phase
+
+
+def test_ctrl_c_stops_after_the_iteration_and_a_second_one_aborts(blobs):
+    X, labels = blobs
+
+    def press(times):
+        def cb(it, kl, Y):
+            if it == 40:
+                for _ in range(times):
+                    os.kill(os.getpid(), signal.SIGINT)
+        return cb
+
+    model = ConditionalTSNE(random_state=0, callbacks=press(1), callbacks_every_iters=20, **FAST)
+    with pytest.warns(UserWarning, match="interrupted after 40 iterations"):
+        model.fit(X, labels)
+    assert model.interrupted_ and model.n_iter_ == 40
+    assert np.all(np.isfinite(model.embedding_))
+    model.optimize(n_iter=20)  # the handler was restored and the run can go on
+    assert model.n_iter_ == 60 and not model.interrupted_
+    with pytest.raises(KeyboardInterrupt):
+        ConditionalTSNE(random_state=0, callbacks=press(2), callbacks_every_iters=20,
+                        **FAST).fit(X, labels)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_pipeline_passes_prior_as_second_argument(blobs):

@@ -248,7 +248,7 @@ def test_kernel_spectra_are_reused(monkeypatch):
     F3, Z3 = repulsion_fft(Y * 1.001)
     assert len(fft._SPECTRA) == 0
     np.testing.assert_array_equal(F2, F3)
-    assert Z2 == Z3
+    assert Z3 == pytest.approx(Z2, rel=1e-13)  # a threaded sum: the last bit may differ
 
 
 def test_cost_model_for_engine_choice():

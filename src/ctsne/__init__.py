@@ -7,12 +7,20 @@
 from __future__ import annotations
 
 import importlib
-
-from .estimator import ConditionalTSNE
-from .objective import ObjectiveTerms, exact_objective, exact_objective_terms
-from .prior import make_prior
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+# Public names load on first use: `import ctsne` (and `ctsne --help`) must not pay for
+# numba, scikit-learn and scipy until something actually needs them.
+_LAZY = {
+    "ConditionalTSNE": "estimator",
+    "ObjectiveTerms": "objective",
+    "exact_objective": "objective",
+    "exact_objective_terms": "objective",
+    "make_prior": "prior",
+}
+_SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "io", "cli"}
 
 __all__ = [
     "ConditionalTSNE",
@@ -23,11 +31,21 @@ __all__ = [
     "__version__",
 ]
 
-_SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "io", "cli"}
+if TYPE_CHECKING:  # pragma: no cover
+    from .estimator import ConditionalTSNE
+    from .objective import ObjectiveTerms, exact_objective, exact_objective_terms
+    from .prior import make_prior
 
 
 def __getattr__(name: str):
-    # submodules load on first use, so `import ctsne` stays light
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'ctsne' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY, *_SUBMODULES])

@@ -8,6 +8,8 @@ scikit-learn; openTSNE drops the factor 4. ``learning_rate="auto"`` is
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +48,32 @@ class RunResult:
     interrupted: bool = False
 
 
+class _StopRequest:
+    """First Ctrl-C asks the loop to stop after the current iteration; a second one aborts.
+
+    A KeyboardInterrupt raised while a numba kernel runs comes out as a SystemError, and
+    one raised mid-update would leave ``Y`` half-stepped; a flag avoids both.
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._old = None
+
+    def _handler(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> _StopRequest:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
 def gradient_descent(
     Y: np.ndarray,
     gradient: GradientFn,
@@ -72,12 +100,15 @@ def gradient_descent(
     callbacks : sequence of callable(iteration, kl, embedding)
         Called every ``callbacks_every_iters`` iterations; a truthy return stops the run.
     progress : object with ``update(n)`` and ``set_postfix_str(s)`` (e.g. tqdm), optional
+
+    A Ctrl-C (SIGINT, from the main thread) ends the run after the current iteration with
+    ``interrupted=True``; a second one raises KeyboardInterrupt.
     """
     kl = None
     every = max(1, int(callbacks_every_iters))
     report = progress is not None
     stopped = interrupted = False
-    try:
+    with _StopRequest() as ctrl_c:
         for it in range(n_iter):
             state.n_iter += 1
             want_kl = (it + 1) % every == 0 and (bool(callbacks) or report)
@@ -106,6 +137,7 @@ def gradient_descent(
                         stopped = True
                 if stopped:
                     break
-    except KeyboardInterrupt:
-        interrupted = True
+            if ctrl_c.requested:
+                interrupted = True
+                break
     return RunResult(embedding=Y, kl=kl, stopped_by_callback=stopped, interrupted=interrupted)
