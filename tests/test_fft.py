@@ -117,8 +117,10 @@ CASES = [(1, 1.0)] + [(k, b) for k in (3, 50) for b in (0.01, 1.0, 3.0)]
     + [(50, 0.01, "fft"), (50, 3.0, "fft")],
 )
 def test_ctsne_gradient_matches_exact(d, n_classes, beta, small_groups, monkeypatch):
+    # groups the exact kernel does faster (by size, or by the per-call span check) would go
+    # to it; this test is about FFT, so turn the span check off
+    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span: False)
     if small_groups == "fft":
-        # groups below EXACT_BELOW go to the exact kernel; push every group through FFT
         monkeypatch.setitem(conditional.EXACT_BELOW, "fft", 0)
         monkeypatch.setitem(conditional.EXACT_BELOW, "bh", 0)
     Y, P, prior, ref = case(d, n_classes, beta)
@@ -133,6 +135,17 @@ def test_ctsne_gradient_matches_exact(d, n_classes, beta, small_groups, monkeypa
     # the class terms cancel most of the all-points term and so amplify its error
     assert rel(grad, ref.grad) < 1e-3
     assert abs(S - ref.S) / ref.S < 1e-3
+    assert rel(grad, ref.grad) > 1e-9  # an interpolation error: FFT really ran
+
+
+def test_groups_the_exact_kernel_does_faster_go_to_it(monkeypatch):
+    Y, P, prior, ref = case(2, 3, 0.01)
+    rep = ConditionalRepulsion(prior.terms(), N, 2, method="fft")
+    assert "fft" in rep.engines_used()
+    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span: True)
+    F, S = rep(Y)
+    Fa, _ = attraction(P, Y)
+    assert rel(4.0 * (Fa - F / S), ref.grad) < 1e-12
 
 
 # ---- edge cases ---------------------------------------------------------------------

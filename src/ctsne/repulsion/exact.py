@@ -31,6 +31,30 @@ def _grouped_kernel(Y, lo, hi):
     return F, zrow.sum()
 
 
+# The 2-D case, written so the inner loop vectorises (4-5x faster): coordinates in separate
+# arrays, no branch for j = i (that term adds t = 1 to z and no force; subtracted below).
+@numba.njit(parallel=True, cache=True, fastmath=True, error_model="numpy")
+def _grouped_kernel_2d(x, y, lo, hi):
+    n = x.shape[0]
+    F = np.empty((n, 2))
+    zrow = np.empty(n)
+    for i in numba.prange(n):
+        xi, yi = x[i], y[i]
+        z = fx = fy = 0.0
+        for j in range(lo[i], hi[i]):
+            dx = xi - x[j]
+            dy = yi - y[j]
+            t = 1.0 / (1.0 + dx * dx + dy * dy)
+            z += t
+            t2 = t * t
+            fx += t2 * dx
+            fy += t2 * dy
+        F[i, 0] = fx
+        F[i, 1] = fy
+        zrow[i] = z - 1.0
+    return F, zrow.sum()
+
+
 def repulsion_exact_groups(Y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, float]:
     """Exact repulsion within consecutive groups of rows.
 
@@ -49,7 +73,11 @@ def repulsion_exact_groups(Y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarra
     sizes = np.diff(starts)
     lo = np.repeat(starts[:-1], sizes).astype(np.int64)
     hi = np.repeat(starts[1:], sizes).astype(np.int64)
-    return _grouped_kernel(np.ascontiguousarray(Y, dtype=np.float64), lo, hi)
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.shape[1] == 2:
+        return _grouped_kernel_2d(np.ascontiguousarray(Y[:, 0]), np.ascontiguousarray(Y[:, 1]),
+                                  lo, hi)
+    return _grouped_kernel(np.ascontiguousarray(Y), lo, hi)
 
 
 def repulsion_exact(Y: np.ndarray) -> tuple[np.ndarray, float]:

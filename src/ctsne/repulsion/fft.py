@@ -129,13 +129,16 @@ def exact_is_faster(m: int, span, n_interp: int = N_INTERP, min_boxes: int = MIN
     """Whether the exact O(m²) kernel beats this engine for m points over ``span`` (d,).
 
     A cost model fitted to ``benchmarks/bench_fft.py`` (one thread, kernel spectra
-    cached): exact ~3 ns per pair; this engine ~12 ns per node of the padded grid plus
-    ~100 ns per point. The grid follows the span, not m: a class scattered over the whole
-    layout needs the whole layout's grid, so the crossover grows with the span (about 250
-    points for a group at its own t-SNE density, about 2600 for one spread over 80 units).
+    cached): exact ~0.7 ns per pair in 2-D, ~3 ns in 1-D; this engine ~12 ns per node of
+    the padded grid plus ~100 ns per point. The grid follows the span, not m: a class
+    scattered over the whole layout needs the whole layout's grid, so the crossover grows
+    with the span (about 500 points for a group at its own t-SNE density, about 5000 for
+    one spread over 80 units).
     """
-    _, _, half = grid_shape(np.atleast_1d(span), n_interp, min_boxes, boxes_per_unit)
-    return 3.0 * m * m < 12.0 * float(np.prod(2 * half)) + 100.0 * m
+    span = np.atleast_1d(span)
+    _, _, half = grid_shape(span, n_interp, min_boxes, boxes_per_unit)
+    per_pair = 0.7 if len(span) == 2 else 3.0  # the 2-D exact kernel vectorises
+    return per_pair * m * m < 12.0 * float(np.prod(2 * half)) + 100.0 * m
 
 
 class _Clock:
