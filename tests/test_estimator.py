@@ -175,3 +175,29 @@ def test_synthetic_example_factors_out_the_prior():
     assert h["tsne", "f14"] > 0.9
     assert h["ct", "f14"] < 0.6 * h["tsne", "f14"]
     assert h["ct", "f56"] > h["tsne", "f56"]
+
+
+def test_every_method_reaches_the_same_kl(monkeypatch):
+    """A full fit with exact, Barnes-Hut and FFT repulsion ends at nearly the same KL.
+
+    Each final embedding is scored with the numpy reference objective, not the engine's own.
+    """
+    from ctsne.repulsion import conditional
+
+    # groups of ~400 would go to the exact kernel; make the approximations do all the work
+    monkeypatch.setitem(conditional.EXACT_BELOW, "bh", 0)
+    monkeypatch.setitem(conditional.EXACT_BELOW, "fft", 0)
+    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span: False)
+    rng = np.random.default_rng(3)
+    centers = rng.normal(scale=5, size=(6, 8))
+    groups = rng.integers(0, 6, 1200)
+    X = centers[groups] + rng.normal(size=(1200, 8))
+    prior = groups % 3
+    kls = {}
+    for method in ("exact", "bh", "fft"):
+        model = ConditionalTSNE(method=method, random_state=0, early_exaggeration_iter=100,
+                                n_iter=300).fit(X, prior)
+        kls[method] = exact_objective_terms(model.P_, model.embedding_, model.prior_).kl
+        assert model.kl_divergence_ == pytest.approx(kls[method], rel=1e-2)
+    assert kls["bh"] == pytest.approx(kls["exact"], rel=0.03), kls
+    assert kls["fft"] == pytest.approx(kls["exact"], rel=0.03), kls

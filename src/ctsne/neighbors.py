@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nearest_neighbors", "APPROX_ABOVE"]
+__all__ = ["nearest_neighbors", "APPROX_ABOVE", "TREE_DIMS"]
 
-# With neighbors="auto", exact search up to this many points, approximate above.
+# With neighbors="auto": exact search up to APPROX_ABOVE points, or at any size for data
+# with at most TREE_DIMS features, where scikit-learn's trees beat pynndescent (measured,
+# 100k points, k = 90, one process: 10 features exact 8.9 s vs approx 26.9 s; 50 features
+# exact 24.7 s vs approx 15.9 s, recall 0.99996).
 APPROX_ABOVE = 10_000
+TREE_DIMS = 15
 
 
 def _drop_self(idx: np.ndarray, dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -38,7 +42,8 @@ def nearest_neighbors(
     k : int
         Neighbours per point, ``k ≤ n − 1``.
     method : {"auto", "exact", "approx"}
-        "approx" uses pynndescent; "auto" is exact up to ``APPROX_ABOVE`` points.
+        "approx" uses pynndescent; "auto" is exact up to ``APPROX_ABOVE`` points and for
+        data with at most ``TREE_DIMS`` features, approximate otherwise.
     metric : str
         Any metric both backends know ("euclidean", "cosine", "manhattan", …).
     progress : callable(done, total), optional
@@ -51,11 +56,12 @@ def nearest_neighbors(
     """
     n = X.shape[0]
     if method == "auto":
-        method = "exact" if n <= APPROX_ABOVE else "approx"
+        method = "exact" if n <= APPROX_ABOVE or X.shape[1] <= TREE_DIMS else "approx"
     if method == "exact":
         from sklearn.neighbors import NearestNeighbors
 
-        nn = NearestNeighbors(n_neighbors=k + 1, metric=metric, n_jobs=n_jobs).fit(X)
+        nn = NearestNeighbors(n_neighbors=k + 1, metric=metric,
+                              n_jobs=-1 if n_jobs is None else n_jobs).fit(X)
         chunk = max(1, min(n, 20_000))
         idx = np.empty((n, k + 1), dtype=np.int64)
         dist = np.empty((n, k + 1))
