@@ -123,6 +123,17 @@ def startup() -> dict:
     return {"cold_s": times[0], "warm_s": min(times[1:])}
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="*", default=["10k"], choices=list(CASES))
@@ -137,11 +148,17 @@ def main(argv=None) -> None:
         print(json.dumps(run_one(a.child[0], a.child[1], a.ee_iter, a.iters)))
         return
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version()}
-    rows = []
+            "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
+            "python": platform.python_version()}
+
+    def record(row: dict) -> None:
+        # one line per finished run, so a long session that is cut off keeps what it measured
+        print(json.dumps(row), flush=True)
+        with open(a.out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
     if a.startup:
-        rows.append({**meta, "case": "startup-1000", **startup()})
-        print(rows[-1], flush=True)
+        record({**meta, "case": "startup-1000", **startup()})
     for case in a.cases:
         base = None
         for runner in a.runners:
@@ -154,11 +171,7 @@ def main(argv=None) -> None:
             if base is not None and "total_s" in r:
                 r["ratio_total_vs_openTSNE"] = r["total_s"] / base["total_s"]
                 r["ratio_opt_vs_openTSNE"] = r["optimization_s"] / base["optimization_s"]
-            rows.append(r)
-            print(json.dumps(r), flush=True)
-    with open(a.out, "a") as fh:
-        for r in rows:
-            fh.write(json.dumps(r) + "\n")
+            record(r)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from ctsne import io
+from ctsne import features, io
 
 CSV = """a,b,kind,label
 1.5,2,x,u
@@ -64,31 +64,31 @@ def test_ragged_csv_is_an_error(tmp_path, monkeypatch):
 
 def test_onehot_and_error(csv_path):
     t = io.read_table(csv_path)
-    f = io.prepare_features(t, exclude=["label", "b"])
+    f = features.prepare_features(t, exclude=["label", "b"])
     assert f.names == ["a", "kind=x", "kind=y"]
     np.testing.assert_array_equal(f.X[:, 1], [1, 0, 1, 0])
     assert any("one-hot" in n for n in f.notes)
     with pytest.raises(io.DataError, match="'kind' is not numeric.*--exclude kind"):
-        io.prepare_features(t, exclude=["label", "b"], categorical="error")
+        features.prepare_features(t, exclude=["label", "b"], categorical="error")
 
 
 def test_too_many_levels_looks_like_an_id(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("name,a\n" + "".join(f"n{i},{i}\n" for i in range(150)))
     with pytest.raises(io.DataError, match="150 distinct text values.*--id name"):
-        io.prepare_features(io.read_table(p))
-    assert io.prepare_features(io.read_table(p, id_column="name")).X.shape == (150, 1)
+        features.prepare_features(io.read_table(p))
+    assert features.prepare_features(io.read_table(p, id_column="name")).X.shape == (150, 1)
 
 
 def test_missing_values_error_names_rows_and_columns(csv_path):
     t = io.read_table(csv_path)
     with pytest.raises(io.DataError, match=r"row 1 .*column\(s\) 'b'.*--drop-missing"):
-        io.prepare_features(t, exclude=["label"])
+        features.prepare_features(t, exclude=["label"])
 
 
 def test_drop_missing_includes_label_columns(csv_path):
     t = io.read_table(csv_path)
-    f = io.prepare_features(t, exclude=["label"], drop_missing=True, label_columns=["label"])
+    f = features.prepare_features(t, exclude=["label"], drop_missing=True, label_columns=["label"])
     np.testing.assert_array_equal(f.rows, [0, 3])
     assert f.X.shape == (2, 4) and "dropped 2 of 4 rows" in f.notes[-1]
 
@@ -96,7 +96,7 @@ def test_drop_missing_includes_label_columns(csv_path):
 def test_standardize_drops_constant_columns(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("a,c,b\n1,7,2\n2,7,4\n3,7,9\n")
-    f = io.prepare_features(io.read_table(p), standardize=True)
+    f = features.prepare_features(io.read_table(p), standardize=True)
     assert f.names == ["a", "b"] and "constant column(s) 'c'" in f.notes[0]
     np.testing.assert_allclose(f.X.mean(axis=0), 0, atol=1e-12)
     np.testing.assert_allclose(f.X.std(axis=0), 1)
@@ -104,12 +104,12 @@ def test_standardize_drops_constant_columns(tmp_path):
 
 def test_column_patterns_and_explicit_prior(csv_path):
     t = io.read_table(csv_path)
-    assert io.prepare_features(t, columns=["a*"], exclude=["label"]).names == ["a"]
+    assert features.prepare_features(t, columns=["a*"], exclude=["label"]).names == ["a"]
     # a column named explicitly is used even when excluded by default
-    f = io.prepare_features(t, columns=["kind"], exclude=["kind"])
+    f = features.prepare_features(t, columns=["kind"], exclude=["kind"])
     assert f.names == ["kind=x", "kind=y"]
     with pytest.raises(io.DataError, match="no feature column 'zz'"):
-        io.prepare_features(t, columns=["zz"])
+        features.prepare_features(t, columns=["zz"])
 
 
 def test_npz_reading(tmp_path):
@@ -120,7 +120,7 @@ def test_npz_reading(tmp_path):
     np.testing.assert_array_equal(t.matrix, X)
     assert t.matrix_names == ["x0", "x1", "x2"] and t.ids.tolist() == ["p", "q", "r", "s"]
     assert t.columns["lab"].tolist() == ["a", "b", "a", "b"]
-    assert io.prepare_features(t, columns=["x1", "x2"]).X.shape == (4, 2)
+    assert features.prepare_features(t, columns=["x1", "x2"]).X.shape == (4, 2)
     np.savez(p, X=X, lab=np.zeros(3))
     with pytest.raises(io.DataError, match="'lab' has 3 entries but 'X' has 4 rows"):
         io.read_table(p)
@@ -245,7 +245,7 @@ def test_h5ad_features_and_obs(tmp_path):
 def test_new_anndata_from_a_table(tmp_path):
     ad = pytest.importorskip("anndata")
     X = np.arange(12.0).reshape(4, 3)
-    feats = io.Features(X, ["a", "b", "c"], np.arange(4))
+    feats = features.Features(X, ["a", "b", "c"], np.arange(4))
     io.write_embedding(tmp_path / "e.h5ad", np.ones((4, 2)), np.array([5, 6, 7, 8]),
                        {"g": np.array(["u", "v", "u", None], dtype=object)}, features=feats)
     a = ad.read_h5ad(tmp_path / "e.h5ad")

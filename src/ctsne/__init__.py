@@ -20,7 +20,8 @@ _LAZY = {
     "exact_objective_terms": "objective",
     "make_prior": "prior",
 }
-_SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "io", "cli"}
+_SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "io", "features",
+               "cli"}
 
 __all__ = [
     "ConditionalTSNE",

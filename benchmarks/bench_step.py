@@ -1,0 +1,82 @@
+"""One full ct-SNE gradient step (attraction + composed repulsion) at the paper's size.
+
+    python benchmarks/bench_step.py                      # 500,000 points, 5 and 500 classes
+    python benchmarks/bench_step.py --n 1000000 --methods bh fft
+
+The paper reports 9.1 s per gradient step for 500,000 × 128 points (its Barnes-Hut code,
+quad-core laptop). The step does not depend on the input dimension once P is built, so P
+here is a random symmetric kNN-like graph (90 partners per point, as perplexity 30 gives)
+and the layout imitates a converged t-SNE embedding: blobs over a span growing like √n.
+Prints seconds per step (median of repeats after a warm-up call) and appends JSON lines to
+``benchmarks/results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ctsne.gradient import ConditionalGradient
+from ctsne.prior import make_prior
+
+HERE = Path(__file__).resolve().parent
+
+
+def layout(n: int, rng: np.random.Generator) -> np.ndarray:
+    centres = rng.normal(size=(30, 2)) * np.sqrt(n) / 12
+    Y = centres[rng.integers(0, 30, n)] + rng.normal(size=(n, 2)) * np.sqrt(n) / 60
+    return Y
+
+
+def knn_like_P(n: int, k: int, rng: np.random.Generator) -> sp.csr_matrix:
+    rows = np.repeat(np.arange(n), k)
+    cols = rng.integers(0, n, n * k)
+    P = sp.csr_matrix((rng.random(n * k), (rows, cols)), shape=(n, n))
+    P = P + P.T
+    P.setdiag(0)
+    P.eliminate_zeros()
+    return (P / P.sum()).tocsr()
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=500_000)
+    ap.add_argument("--classes", type=int, nargs="*", default=[0, 5, 500],
+                    help="0 = no prior (plain t-SNE)")
+    ap.add_argument("--methods", nargs="*", default=["bh", "fft"])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=str(HERE / "results.jsonl"))
+    a = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    Y = layout(a.n, rng)
+    P = knn_like_P(a.n, 45, rng)  # 45 random partners each side ≈ 90 after symmetrising
+    meta = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "case": f"step-{a.n}", "nnz_per_point": P.nnz / a.n}
+    for classes in a.classes:
+        prior = None if classes == 0 else make_prior(rng.integers(0, classes, a.n), a.n)
+        for method in a.methods:
+            grad = ConditionalGradient(P, prior, 2, method)
+            grad(Y)
+            times = []
+            for _ in range(a.repeats):
+                t = time.perf_counter()
+                grad(Y)
+                times.append(time.perf_counter() - t)
+            row = {**meta, "classes": classes, "method": method,
+                   "s_per_step": float(np.median(times))}
+            print(json.dumps(row), flush=True)
+            with open(a.out, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
