@@ -96,6 +96,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     learning_rate : float or "auto", default "auto"
         "auto" is ``max(n / (4·exaggeration), 50)`` per phase (factor-4 gradient).
     init : {"pca", "random"} or ndarray (n, n_components), default "pca"
+        "pca" with a prior uses the principal axes of X with each class's mean removed,
+        so the start does not already show the prior.
     neighbors : {"auto", "exact", "approx"}, default "auto"
     metric : str, default "euclidean"
     max_step_norm : float or None, default 5
@@ -241,7 +243,10 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self._check_params(n)
         self.prior_ = make_prior(prior, n, beta=self.beta, alpha=self.alpha,
                                  combine=self.combine, missing=self.missing)
-        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state)
+        classes = None
+        if self.prior_ is not None and not self.prior_.is_trivial:
+            classes = self.prior_.joint_codes()
+        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state, classes)
         self.n_features_in_ = X.shape[1]
         self._n_features_out = self.n_components
         if self.prior_ is None:

@@ -82,6 +82,12 @@ class Prior:
             w *= np.where(c[i] == c[j], a, b)
         return w
 
+    def joint_codes(self) -> np.ndarray:
+        """One class code per point for the combination of every column (the finest split)."""
+        if len(self.codes) == 1:
+            return self.codes[0]
+        return _joint_codes(self.codes)[0]
+
     def terms(self) -> list[PriorTerm]:
         """Expand ``Π_m (β'_m + (α'_m − β'_m)[same in m])`` into a sum of indicator terms.
 
