@@ -55,3 +55,35 @@ def test_extreme_perplexities(perplexity, rng):
     X = rng.normal(size=(160, 2))
     P = joint_affinities(X, perplexity=perplexity)
     assert abs(P.sum() - 1) < 1e-12
+
+
+def _reference_symmetric(idx, cond):
+    """(C + Cᵀ)/2n by scipy's own sparse arithmetic."""
+    import scipy.sparse as sp
+
+    n, k = idx.shape
+    C = sp.csr_matrix((cond.ravel(), (np.repeat(np.arange(n), k), idx.ravel())), shape=(n, n))
+    return ((C + C.T) / (2.0 * n)).toarray()
+
+
+@pytest.mark.parametrize("n,k", [(50, 7), (400, 30)])
+def test_symmetrize_matches_scipy(n, k, rng):
+    from ctsne.affinity import symmetrize
+
+    X = rng.normal(size=(n, 3))
+    idx, dist = nearest_neighbors(X, k, method="exact")
+    cond = calibrate(dist, k / 3)
+    cond[rng.random(cond.shape) < 0.05] = 0.0  # zero entries are left out
+    ref = _reference_symmetric(idx, cond)
+    P = symmetrize(idx.copy(), cond.copy())
+    np.testing.assert_allclose(P.toarray(), ref, rtol=1e-14, atol=0)
+    assert P.nnz == np.count_nonzero(ref)
+    assert P.indices.dtype == np.int32 and P.indptr.dtype == np.int32
+    assert all(np.all(np.diff(P.indices[P.indptr[i]:P.indptr[i + 1]]) > 0) for i in range(n))
+
+
+def test_neighbours_are_compact(rng):
+    X = rng.normal(size=(300, 4))
+    idx, dist = nearest_neighbors(X, 10, method="exact")
+    assert idx.dtype == np.int32 and idx.flags.c_contiguous and dist.flags.c_contiguous
+    assert not np.any(idx == np.arange(300)[:, None])

@@ -10,7 +10,7 @@ import pytest
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ctsne import ConditionalTSNE, exact_objective_terms
+from ctsne import ConditionalTSNE, exact_objective_terms, make_prior
 
 
 @pytest.fixture
@@ -201,3 +201,15 @@ def test_every_method_reaches_the_same_kl(monkeypatch):
         assert model.kl_divergence_ == pytest.approx(kls[method], rel=1e-2)
     assert kls["bh"] == pytest.approx(kls["exact"], rel=0.03), kls
     assert kls["fft"] == pytest.approx(kls["exact"], rel=0.03), kls
+
+
+def test_reported_kl_with_two_independent_priors(blobs):
+    """combine="product": the fixed part Σ p log w multiplies one weight per prior."""
+    X, labels = blobs
+    other = np.arange(len(labels)) % 3
+    prior = np.column_stack([labels, other])
+    model = ConditionalTSNE(random_state=0, beta=[0.05, 0.3], combine="product",
+                            **FAST).fit(X, prior)
+    ref = exact_objective_terms(model.P_, model.embedding_,
+                                make_prior(prior, len(X), beta=[0.05, 0.3], combine="product"))
+    assert model.kl_divergence_ == pytest.approx(ref.kl, rel=1e-10)

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from .neighbors import nearest_neighbors
 
-__all__ = ["calibrate", "joint_affinities", "n_neighbors_for"]
+__all__ = ["calibrate", "joint_affinities", "n_neighbors_for", "symmetrize"]
 
 
 def n_neighbors_for(perplexity: float, n: int) -> int:
@@ -17,25 +17,28 @@ def n_neighbors_for(perplexity: float, n: int) -> int:
 
 
 @numba.njit(parallel=True, cache=True)
-def _calibrate_kernel(d2, perplexity, tol, max_iter):
-    n, k = d2.shape
+def _calibrate_kernel(dist, perplexity, tol, max_iter, out):
+    n, k = dist.shape
     target = np.log(perplexity)
-    P = np.zeros((n, k))
     for i in numba.prange(n):
+        d2 = np.empty(k)  # the row is copied first, so ``out`` may be ``dist`` itself
+        for j in range(k):
+            d2[j] = dist[i, j] * dist[i, j]
         # distances relative to the nearest neighbour keep exp() in range; this only
         # rescales the row, which the normalisation removes
-        dmin = d2[i, 0]
+        dmin = d2[0]
         for j in range(k):
-            dmin = min(dmin, d2[i, j])
+            dmin = min(dmin, d2[j])
         lo, hi, beta = 0.0, np.inf, 1.0
+        e = np.empty(k)
+        s = 1.0
         for _ in range(max_iter):
             s = 0.0
             sd = 0.0
             for j in range(k):
-                e = np.exp(-(d2[i, j] - dmin) * beta)
-                P[i, j] = e
-                s += e
-                sd += e * (d2[i, j] - dmin)
+                e[j] = np.exp(-(d2[j] - dmin) * beta)
+                s += e[j]
+                sd += e[j] * (d2[j] - dmin)
             entropy = np.log(s) + beta * sd / s
             diff = entropy - target
             if abs(diff) < tol:
@@ -47,19 +50,142 @@ def _calibrate_kernel(d2, perplexity, tol, max_iter):
                 hi = beta
                 beta = 0.5 * (beta + lo)
         for j in range(k):
-            P[i, j] /= s
-    return P
+            out[i, j] = e[j] / s
 
 
 def calibrate(distances: np.ndarray, perplexity: float, tol: float = 1e-8,
-              max_iter: int = 200) -> np.ndarray:
+              max_iter: int = 200, out: np.ndarray | None = None) -> np.ndarray:
     """Row-stochastic conditional probabilities ``p_{j|i}`` with the given perplexity.
 
     ``distances`` are (n, k) distances to the k nearest neighbours; the Gaussian acts on
-    their squares. Each row's precision is found by bisection on the entropy.
+    their squares. Each row's precision is found by bisection on the entropy. ``out``
+    (float64, (n, k)) may be ``distances`` itself, to calibrate in place.
     """
-    d2 = np.ascontiguousarray(distances, dtype=np.float64) ** 2
-    return _calibrate_kernel(d2, float(perplexity), tol, max_iter)
+    dist = np.ascontiguousarray(distances, dtype=np.float64)
+    if out is None:
+        out = np.empty_like(dist)
+    _calibrate_kernel(dist, float(perplexity), tol, max_iter, out)
+    return out
+
+
+@numba.njit(cache=True)
+def _find(sorted_row, value):
+    """Position of ``value`` in an ascending row, or −1."""
+    lo, hi = 0, sorted_row.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sorted_row[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < sorted_row.shape[0] and sorted_row[lo] == value:
+        return lo
+    return -1
+
+
+@numba.njit(parallel=True, cache=True)
+def _sort_rows(idx, cond):
+    n = idx.shape[0]
+    for i in numba.prange(n):
+        order = np.argsort(idx[i])
+        idx[i] = idx[i][order]
+        cond[i] = cond[i][order]
+
+
+@numba.njit(parallel=True, cache=True)
+def _own_counts(idx, cond):
+    """Entries of row i that come from i's own list (an edge i→j, mutual or not)."""
+    n, k = idx.shape
+    own = np.zeros(n, dtype=np.int64)
+    for i in numba.prange(n):
+        c = 0
+        for a in range(k):
+            j = idx[i, a]
+            pos = _find(idx[j], i)
+            v = cond[i, a] + (cond[j, pos] if pos >= 0 else 0.0)
+            if v > 0.0:
+                c += 1
+        own[i] = c
+    return own
+
+
+@numba.njit(cache=True)
+def _incoming_counts(idx, cond):
+    """Entries of row j that come only from another point's list (i→j with i ∉ list j)."""
+    n, k = idx.shape
+    extra = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        for a in range(k):
+            j = idx[i, a]
+            if cond[i, a] > 0.0 and _find(idx[j], i) < 0:
+                extra[j] += 1
+    return extra
+
+
+@numba.njit(parallel=True, cache=True)
+def _fill_own(idx, cond, indptr, indices, data, scale):
+    n, k = idx.shape
+    for i in numba.prange(n):
+        e = indptr[i]
+        for a in range(k):
+            j = idx[i, a]
+            pos = _find(idx[j], i)
+            v = cond[i, a] + (cond[j, pos] if pos >= 0 else 0.0)
+            if v > 0.0:
+                indices[e] = j
+                data[e] = v * scale
+                e += 1
+
+
+@numba.njit(cache=True)
+def _fill_incoming(idx, cond, cursor, indices, data, scale):
+    n, k = idx.shape
+    for i in range(n):
+        for a in range(k):
+            j = idx[i, a]
+            if cond[i, a] > 0.0 and _find(idx[j], i) < 0:
+                e = cursor[j]
+                indices[e] = i
+                data[e] = cond[i, a] * scale
+                cursor[j] = e + 1
+
+
+@numba.njit(parallel=True, cache=True)
+def _sort_csr_rows(indptr, indices, data):
+    n = indptr.shape[0] - 1
+    for i in numba.prange(n):
+        lo, hi = indptr[i], indptr[i + 1]
+        order = np.argsort(indices[lo:hi])
+        indices[lo:hi] = indices[lo:hi][order]
+        data[lo:hi] = data[lo:hi][order]
+
+
+def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
+    """``(C + Cᵀ) / 2n`` as CSR, from C given as k neighbours per row.
+
+    Built at its final size in two counting passes (no COO copy, no ``C + Cᵀ``
+    temporary), which is what keeps 10⁶ points within a few GB. ``idx`` and ``cond``
+    are reordered in place (each row sorted by neighbour index). Zero entries are left
+    out; columns are sorted within each row.
+    """
+    n = idx.shape[0]
+    _sort_rows(idx, cond)
+    own = _own_counts(idx, cond)
+    extra = _incoming_counts(idx, cond)
+    nnz = int(own.sum() + extra.sum())
+    itype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(n + 1, dtype=itype)
+    np.cumsum(own + extra, out=indptr[1:])
+    indices = np.empty(nnz, dtype=itype)
+    data = np.empty(nnz)
+    scale = 1.0 / (2.0 * n)
+    _fill_own(idx, cond, indptr, indices, data, scale)
+    cursor = (indptr[:-1] + own).astype(np.int64)
+    _fill_incoming(idx, cond, cursor, indices, data, scale)
+    _sort_csr_rows(indptr, indices, data)
+    P = sp.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
+    P.has_sorted_indices = True
+    return P
 
 
 def joint_affinities(
@@ -85,11 +211,5 @@ def joint_affinities(
     k = n_neighbors_for(perplexity, n)
     idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
                                   random_state=random_state, n_jobs=n_jobs, progress=progress)
-    cond = calibrate(dist, perplexity)
-    rows = np.repeat(np.arange(n), k)
-    P = sp.csr_matrix((cond.ravel(), (rows, idx.ravel())), shape=(n, n))
-    P = (P + P.T) / (2.0 * n)
-    P = sp.csr_matrix(P)
-    P.eliminate_zeros()
-    P.sort_indices()
-    return P
+    cond = calibrate(dist, perplexity, out=dist)  # in place: the distances are not needed
+    return symmetrize(idx, cond)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -10,6 +11,27 @@ from .prior import Prior, PriorTerm
 from .repulsion import ConditionalRepulsion
 
 __all__ = ["ConditionalGradient"]
+
+
+@numba.njit(parallel=True, cache=True)
+def _fixed_part(indptr, indices, data, codes, alphas, betas):
+    """``Σ p log p − Σ p log w`` over the non-zeros of P (``codes``: (m, n) class codes)."""
+    n = indptr.shape[0] - 1
+    m = codes.shape[0]
+    acc = np.zeros(n)
+    for i in numba.prange(n):
+        s = 0.0
+        for e in range(indptr[i], indptr[i + 1]):
+            p = data[e]
+            if p <= 0.0:
+                continue
+            log_w = 0.0
+            for c in range(m):
+                j = indices[e]
+                log_w += np.log(alphas[c] if codes[c, i] == codes[c, j] else betas[c])
+            s += p * (np.log(p) - log_w)
+        acc[i] = s
+    return acc.sum()
 
 
 class ConditionalGradient:
@@ -36,12 +58,13 @@ class ConditionalGradient:
         n = P.shape[0]
         terms = prior.terms() if prior is not None else [PriorTerm(1.0, None, 1)]
         self.repulsion = ConditionalRepulsion(terms, n, d, method, engine_params)
-        coo = P.tocoo()
-        p = coo.data
-        log_w = 0.0
-        if prior is not None:
-            log_w = float(np.sum(p * np.log(prior.pair_weights_sparse(coo.row, coo.col))))
-        self.constant = float(np.sum(p * np.log(p))) - log_w
+        if prior is None:
+            codes = np.zeros((0, n), dtype=np.int64)
+            alphas = betas = np.zeros(0)
+        else:
+            codes = np.stack(prior.codes)
+            alphas, betas = np.asarray(prior.alphas, float), np.asarray(prior.betas, float)
+        self.constant = float(_fixed_part(P.indptr, P.indices, P.data, codes, alphas, betas))
 
     def __call__(self, Y: np.ndarray, exaggeration: float = 1.0,
                  want_kl: bool = False) -> tuple[np.ndarray, float | None]:

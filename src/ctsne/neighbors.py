@@ -14,11 +14,15 @@ APPROX_ABOVE = 10_000
 TREE_DIMS = 15
 
 
-def _drop_self(idx: np.ndarray, dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Remove each point from its own list (it need not come first when points repeat)."""
+def _drop_self(idx: np.ndarray, dist: np.ndarray, k: int,
+               first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Remove each point from its own list (it need not come first when points repeat).
+
+    Rows are points ``first, first + 1, …``; rows that do not list themselves lose their
+    farthest neighbour instead.
+    """
     n = idx.shape[0]
-    is_self = idx == np.arange(n)[:, None]
-    # rows without self lose their farthest neighbour instead
+    is_self = idx == np.arange(first, first + n)[:, None]
     no_self = ~is_self.any(axis=1)
     is_self[no_self, -1] = True
     keep = ~is_self
@@ -51,10 +55,11 @@ def nearest_neighbors(
 
     Returns
     -------
-    indices : ndarray of int64 (n, k)
-    distances : ndarray of float64 (n, k), in the given metric
+    indices : ndarray of int32 (n, k) (int64 beyond 2³¹ points), C-contiguous
+    distances : ndarray of float64 (n, k), in the given metric, C-contiguous
     """
     n = X.shape[0]
+    itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
     if method == "auto":
         method = "exact" if n <= APPROX_ABOVE or X.shape[1] <= TREE_DIMS else "approx"
     if method == "exact":
@@ -63,15 +68,18 @@ def nearest_neighbors(
         nn = NearestNeighbors(n_neighbors=k + 1, metric=metric,
                               n_jobs=-1 if n_jobs is None else n_jobs).fit(X)
         chunk = max(1, min(n, 20_000))
-        idx = np.empty((n, k + 1), dtype=np.int64)
-        dist = np.empty((n, k + 1))
+        # filled chunk by chunk, already without self: the (n, k + 1) int64 answer of a
+        # single query would be several GB at 10⁶ points
+        idx = np.empty((n, k), dtype=itype)
+        dist = np.empty((n, k))
         for start in range(0, n, chunk):
             stop = min(n, start + chunk)
             d, i = nn.kneighbors(X[start:stop])
-            dist[start:stop], idx[start:stop] = d, i
+            idx[start:stop], dist[start:stop] = _drop_self(i, d, k, first=start)
             if progress is not None:
                 progress(stop, n)
-    elif method == "approx":
+        return idx, dist
+    if method == "approx":
         from pynndescent import NNDescent
 
         index = NNDescent(
@@ -83,9 +91,9 @@ def nearest_neighbors(
             low_memory=True,
         )
         idx, dist = index.neighbor_graph
-        idx = idx.astype(np.int64)
         if progress is not None:
             progress(n, n)
-    else:
-        raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")
-    return _drop_self(idx, dist.astype(np.float64), k)
+        idx, dist = _drop_self(idx, dist, k)
+        return (np.ascontiguousarray(idx, dtype=itype),
+                np.ascontiguousarray(dist, dtype=np.float64))
+    raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 __all__ = ["OptimizerState", "auto_learning_rate", "gradient_descent"]
@@ -74,6 +75,44 @@ class _StopRequest:
             signal.signal(signal.SIGINT, self._old)
 
 
+@numba.njit(parallel=True, cache=True)
+def _step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
+          n_threads=1):
+    """One update in place: gains, momentum step, per-point step cap; returns the new mean.
+
+    Fused so that a step over 10⁶ points reads each array once instead of in ten numpy
+    passes. ``max_step_norm <= 0`` means no cap.
+    """
+    n, d = Y.shape
+    col = np.zeros((max(1, n_threads), d))
+    chunk = (n + col.shape[0] - 1) // col.shape[0]
+    for t in numba.prange(col.shape[0]):
+        for i in range(t * chunk, min(n, (t + 1) * chunk)):
+            norm2 = 0.0
+            for k in range(d):
+                # grow the gain where the gradient turned against the last step, else shrink
+                if update[i, k] * grad[i, k] < 0.0:
+                    g = gains[i, k] + 0.2
+                else:
+                    g = gains[i, k] * 0.8
+                g = max(g, min_gain)
+                gains[i, k] = g
+                u = momentum * update[i, k] - learning_rate * g * grad[i, k]
+                update[i, k] = u
+                norm2 += u * u
+            shrink = 1.0
+            if max_step_norm > 0.0 and norm2 > max_step_norm * max_step_norm:
+                shrink = max_step_norm / np.sqrt(norm2)
+            for k in range(d):
+                update[i, k] *= shrink
+                Y[i, k] += update[i, k]
+                col[t, k] += Y[i, k]
+    mean = np.empty(d)
+    for k in range(d):
+        mean[k] = col[:, k].sum() / n
+    return mean
+
+
 def gradient_descent(
     Y: np.ndarray,
     gradient: GradientFn,
@@ -113,18 +152,10 @@ def gradient_descent(
             state.n_iter += 1
             want_kl = (it + 1) % every == 0 and (bool(callbacks) or report)
             grad, kl_now = gradient(Y, exaggeration, want_kl)
-            # grow the gain where the gradient turned against the last step, else shrink it
-            flipped = state.update * grad < 0
-            state.gains = np.where(flipped, state.gains + 0.2, state.gains * 0.8)
-            np.maximum(state.gains, min_gain, out=state.gains)
-            state.update = momentum * state.update - learning_rate * state.gains * grad
-            if max_step_norm is not None:
-                norms = np.sqrt(np.sum(state.update**2, axis=1))
-                too_long = norms > max_step_norm
-                if np.any(too_long):
-                    state.update[too_long] *= (max_step_norm / norms[too_long])[:, None]
-            Y += state.update
-            Y -= Y.mean(axis=0)
+            Y -= _step(Y, grad, state.update, state.gains, float(learning_rate),
+                       float(momentum), float(min_gain),
+                       -1.0 if max_step_norm is None else float(max_step_norm),
+                       numba.get_num_threads())
             if progress is not None:
                 progress.update(1)
             if kl_now is not None:
