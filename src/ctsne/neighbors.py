@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nearest_neighbors", "APPROX_ABOVE", "TREE_DIMS"]
+__all__ = ["nearest_neighbors", "APPROX_ABOVE", "TREE_DIMS", "TREE_MAX_N"]
 
-# With neighbors="auto": exact search up to APPROX_ABOVE points, or at any size for data
-# with at most TREE_DIMS features, where scikit-learn's trees beat pynndescent (measured,
-# 100k points, k = 90, one process: 10 features exact 8.9 s vs approx 26.9 s; 50 features
-# exact 24.7 s vs approx 15.9 s, recall 0.99996).
+# With neighbors="auto": exact search up to APPROX_ABOVE points, and for data with at most
+# TREE_DIMS features up to TREE_MAX_N points, where scikit-learn's trees beat pynndescent.
+# Measured (k = 90, 2 cores; pynndescent times include its per-process compilation):
+#   50 features, 100k: exact 24.7 s, approx 15.9 s (recall 0.99996)
+#   10 features, 100k: exact 8.9 s, approx 26.9 s;  150k: 41.9 s vs 52.7 s;
+#                300k: > 130 s vs 75.8 s;  1M: ~830 s vs 270 s
+#   (recall of pynndescent at 150k and 300k: 1.0 on 2,000 queries against brute force)
+# The trees' cost grows about as n² here (the kNN radius shrinks slower than the tree helps).
 APPROX_ABOVE = 10_000
 TREE_DIMS = 15
+TREE_MAX_N = 200_000
 
 
 def _drop_self(idx: np.ndarray, dist: np.ndarray, k: int,
@@ -46,8 +51,8 @@ def nearest_neighbors(
     k : int
         Neighbours per point, ``k ≤ n − 1``.
     method : {"auto", "exact", "approx"}
-        "approx" uses pynndescent; "auto" is exact up to ``APPROX_ABOVE`` points and for
-        data with at most ``TREE_DIMS`` features, approximate otherwise.
+        "approx" uses pynndescent; "auto" is exact up to ``APPROX_ABOVE`` points, and up
+        to ``TREE_MAX_N`` for data with at most ``TREE_DIMS`` features; approximate above.
     metric : str
         Any metric both backends know ("euclidean", "cosine", "manhattan", …).
     progress : callable(done, total), optional
@@ -61,7 +66,8 @@ def nearest_neighbors(
     n = X.shape[0]
     itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
     if method == "auto":
-        method = "exact" if n <= APPROX_ABOVE or X.shape[1] <= TREE_DIMS else "approx"
+        small = n <= APPROX_ABOVE or (X.shape[1] <= TREE_DIMS and n <= TREE_MAX_N)
+        method = "exact" if small else "approx"
     if method == "exact":
         from sklearn.neighbors import NearestNeighbors
 
