@@ -87,3 +87,23 @@ def test_neighbours_are_compact(rng):
     idx, dist = nearest_neighbors(X, 10, method="exact")
     assert idx.dtype == np.int32 and idx.flags.c_contiguous and dist.flags.c_contiguous
     assert not np.any(idx == np.arange(300)[:, None])
+
+
+def test_empty_approximate_slots_fall_back_to_exact(rng, monkeypatch):
+    """pynndescent marks neighbours it could not find with −1; they must not reach P."""
+    import pynndescent
+
+    class Incomplete:
+        def __init__(self, X, n_neighbors, **kwargs):
+            n = len(X)
+            idx = np.tile(np.arange(n_neighbors), (n, 1))
+            idx[:, -1] = -1
+            self.neighbor_graph = idx, np.ones((n, n_neighbors), dtype=np.float32)
+
+    monkeypatch.setattr(pynndescent, "NNDescent", Incomplete)
+    X = rng.normal(size=(60, 3))
+    with pytest.warns(RuntimeWarning, match="exact search"):
+        idx, dist = nearest_neighbors(X, 5, method="approx")
+    exact_idx, exact_dist = nearest_neighbors(X, 5, method="exact")
+    np.testing.assert_array_equal(idx, exact_idx)
+    np.testing.assert_allclose(dist, exact_dist)

@@ -62,7 +62,8 @@ def test_several_priors_joint_and_product():
 def test_dataframe_prior():
     pd = pytest.importorskip("pandas")
     df = pd.DataFrame({"g": ["m", "f", "f", "m"], "e": [1, 1, 0, 0]})
-    p = make_prior(df, 4)
+    with pytest.warns(UserWarning, match="class of its own"):  # 4 joint classes of one
+        p = make_prior(df, 4)
     assert p.n == 4 and len(p.classes[0]) == 4
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 __all__ = ["nearest_neighbors", "APPROX_ABOVE", "TREE_DIMS", "TREE_MAX_N"]
@@ -97,6 +99,11 @@ def nearest_neighbors(
             low_memory=True,
         )
         idx, dist = index.neighbor_graph
+        if np.any(idx < 0):
+            # NN-descent can leave slots empty (−1), e.g. for many identical points
+            warnings.warn("approximate neighbour search left some neighbour slots empty; "
+                          "using exact search instead", RuntimeWarning, stacklevel=2)
+            return nearest_neighbors(X, k, "exact", metric, random_state, n_jobs, progress)
         if progress is not None:
             progress(n, n)
         idx, dist = _drop_self(idx, dist, k)
