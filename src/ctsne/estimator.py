@@ -99,6 +99,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         "pca" with a prior uses the principal axes of X with each class's mean removed,
         so the start does not already show the prior.
     neighbors : {"auto", "exact", "approx"}, default "auto"
+        "auto": exact search up to 10,000 points (200,000 with at most 15 features),
+        pynndescent above (see :mod:`ctsne.neighbors` for the measurements).
     metric : str, default "euclidean"
     max_step_norm : float or None, default 5
         Cap on each point's step length per iteration.
