@@ -75,13 +75,6 @@ class Prior:
             w = np.ones((len(rows), n_cols))
         return w
 
-    def pair_weights_sparse(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """``w_ij`` for index pairs given as two equal-length arrays."""
-        w = np.ones(len(i))
-        for c, a, b in zip(self.codes, self.alphas, self.betas, strict=True):
-            w *= np.where(c[i] == c[j], a, b)
-        return w
-
     def joint_codes(self) -> np.ndarray:
         """One class code per point for the combination of every column (the finest split)."""
         if len(self.codes) == 1:
