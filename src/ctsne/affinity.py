@@ -92,33 +92,40 @@ def _sort_rows(idx, cond):
         cond[i] = cond[i][order]
 
 
+@numba.njit(cache=True, inline="always")
+def _own_value(idx, cond, i, a):
+    """``c_ij + c_ji`` for j = ``idx[i, a]``: the entry row i gets from its own list."""
+    j = idx[i, a]
+    pos = _find(idx[j], i)
+    return cond[i, a] + (cond[j, pos] if pos >= 0 else 0.0)
+
+
+@numba.njit(cache=True, inline="always")
+def _one_way(idx, cond, i, a):
+    """True if i → ``idx[i, a]`` is a non-zero edge that j's own list does not repeat."""
+    return cond[i, a] > 0.0 and _find(idx[idx[i, a]], i) < 0
+
+
 @numba.njit(parallel=True, cache=True)
 def _own_counts(idx, cond):
-    """Entries of row i that come from i's own list (an edge i→j, mutual or not)."""
     n, k = idx.shape
     own = np.zeros(n, dtype=np.int64)
     for i in numba.prange(n):
-        c = 0
         for a in range(k):
-            j = idx[i, a]
-            pos = _find(idx[j], i)
-            v = cond[i, a] + (cond[j, pos] if pos >= 0 else 0.0)
-            if v > 0.0:
-                c += 1
-        own[i] = c
+            if _own_value(idx, cond, i, a) > 0.0:
+                own[i] += 1
     return own
 
 
 @numba.njit(cache=True)
 def _incoming_counts(idx, cond):
-    """Entries of row j that come only from another point's list (i→j with i ∉ list j)."""
+    # serial: many rows i add to the same row j
     n, k = idx.shape
     extra = np.zeros(n, dtype=np.int64)
     for i in range(n):
         for a in range(k):
-            j = idx[i, a]
-            if cond[i, a] > 0.0 and _find(idx[j], i) < 0:
-                extra[j] += 1
+            if _one_way(idx, cond, i, a):
+                extra[idx[i, a]] += 1
     return extra
 
 
@@ -128,11 +135,9 @@ def _fill_own(idx, cond, indptr, indices, data, scale):
     for i in numba.prange(n):
         e = indptr[i]
         for a in range(k):
-            j = idx[i, a]
-            pos = _find(idx[j], i)
-            v = cond[i, a] + (cond[j, pos] if pos >= 0 else 0.0)
+            v = _own_value(idx, cond, i, a)
             if v > 0.0:
-                indices[e] = j
+                indices[e] = idx[i, a]
                 data[e] = v * scale
                 e += 1
 
@@ -142,12 +147,11 @@ def _fill_incoming(idx, cond, cursor, indices, data, scale):
     n, k = idx.shape
     for i in range(n):
         for a in range(k):
-            j = idx[i, a]
-            if cond[i, a] > 0.0 and _find(idx[j], i) < 0:
-                e = cursor[j]
-                indices[e] = i
-                data[e] = cond[i, a] * scale
-                cursor[j] = e + 1
+            if _one_way(idx, cond, i, a):
+                j = idx[i, a]
+                indices[cursor[j]] = i
+                data[cursor[j]] = cond[i, a] * scale
+                cursor[j] += 1
 
 
 @numba.njit(parallel=True, cache=True)
@@ -163,8 +167,9 @@ def _sort_csr_rows(indptr, indices, data):
 def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     """``(C + Cᵀ) / 2n`` as CSR, from C given as k neighbours per row.
 
-    Built at its final size in two counting passes (no COO copy, no ``C + Cᵀ``
-    temporary), which is what keeps 10⁶ points within a few GB. ``idx`` and ``cond``
+    Built at its final size: one pass counts each row's entries (its own list, mutual
+    pairs merged, plus one-way edges pointing at it), a second fills them; no COO copy and
+    no ``C + Cᵀ`` temporary, which is what keeps 10⁶ points within a few GB. ``idx`` and ``cond``
     are reordered in place (each row sorted by neighbour index). Zero entries are left
     out; columns are sorted within each row.
     """

@@ -25,9 +25,9 @@ def _fixed_part(indptr, indices, data, codes, alphas, betas):
             p = data[e]
             if p <= 0.0:
                 continue
+            j = indices[e]
             log_w = 0.0
             for c in range(m):
-                j = indices[e]
                 log_w += np.log(alphas[c] if codes[c, i] == codes[c, j] else betas[c])
             s += p * (np.log(p) - log_w)
         acc[i] = s

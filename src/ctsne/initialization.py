@@ -11,30 +11,28 @@ INIT_STD = 1e-4
 
 
 def _principal_axes(X: np.ndarray, n_pc: int, classes: np.ndarray | None):
-    """Leading axes of X's covariance, or of its within-class covariance given ``classes``.
+    """Leading axes of X's scatter about its mean, or about the class means given ``classes``.
 
-    Returns ``(axes (n_pc, p), offsets (n, p) or (p,))``; the projection is
-    ``X @ axes.T − offsets @ axes.T``. Works from p×p matrices, without a centred copy of X.
+    Returns ``(axes (n_pc, p), means (C, p), variances (n_pc,))`` with ``C = 1`` without
+    classes. Works from p×p matrices, without a centred copy of X.
     """
     n = X.shape[0]
     if classes is None:
-        means = X.mean(axis=0)
-        scatter = X.T @ X - n * np.outer(means, means)
-        offsets = means
+        counts = np.array([float(n)])
+        means = X.mean(axis=0)[None, :]
     else:
         counts = np.bincount(classes).astype(np.float64)
         sums = np.zeros((len(counts), X.shape[1]))
         np.add.at(sums, classes, X)
         means = sums / np.maximum(counts, 1.0)[:, None]
-        # Σ_i (x_i − μ_c(i))(x_i − μ_c(i))ᵀ = XᵀX − Σ_c n_c μ_c μ_cᵀ
-        scatter = X.T @ X - (means * counts[:, None]).T @ means
-        offsets = means[classes]
+    # Σ_i (x_i − μ_c(i))(x_i − μ_c(i))ᵀ = XᵀX − Σ_c n_c μ_c μ_cᵀ
+    scatter = X.T @ X - (means * counts[:, None]).T @ means
     vals, vecs = np.linalg.eigh(scatter / n)
     axes = vecs[:, ::-1][:, :n_pc].T
     # fix each axis's sign by its largest entry, so the result is deterministic
     signs = np.sign(axes[np.arange(n_pc), np.argmax(np.abs(axes), axis=1)])
     signs[signs == 0] = 1.0
-    return axes * signs[:, None], offsets, vals[::-1][:n_pc]
+    return axes * signs[:, None], means, vals[::-1][:n_pc]
 
 
 def initial_embedding(X: np.ndarray, n_components: int, init, random_state=None,
@@ -65,10 +63,13 @@ def initial_embedding(X: np.ndarray, n_components: int, init, random_state=None,
         if init != "pca":
             raise ValueError(f"init must be 'pca', 'random' or an array, got {init!r}")
         n_pc = min(n_components, X.shape[1], n)
-        axes, offsets, variances = _principal_axes(X, n_pc, classes)
-        if classes is not None and not variances[0] > 1e-12 * max(np.var(X, axis=0).sum(), 1e-300):
-            axes, offsets, variances = _principal_axes(X, n_pc, None)
-        Y = X @ axes.T - offsets @ axes.T
+        axes, means, variances = _principal_axes(X, n_pc, classes)
+        if classes is not None and variances[0] <= 1e-12 * np.var(X, axis=0).sum():
+            classes = None  # the classes explain everything: nothing is left to show
+            axes, means, variances = _principal_axes(X, n_pc, None)
+        # project the (few) means, not an (n, p) array of each point's class mean
+        centres = means @ axes.T
+        Y = X @ axes.T - (centres[0] if classes is None else centres[classes])
         if n_pc < n_components:  # fewer features than output dimensions
             Y = np.hstack([Y, rng.normal(scale=INIT_STD, size=(n, n_components - n_pc))])
         std = Y[:, 0].std()
