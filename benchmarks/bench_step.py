@@ -4,11 +4,17 @@
     python benchmarks/bench_step.py --n 1000000 --methods bh fft
 
 The paper reports 9.1 s per gradient step for 500,000 × 128 points (its Barnes-Hut code,
-quad-core laptop). The step does not depend on the input dimension once P is built, so P
-here is a random symmetric kNN-like graph (90 partners per point, as perplexity 30 gives)
-and the layout imitates a converged t-SNE embedding: blobs over a span growing like √n.
-Prints seconds per step (median of repeats after a warm-up call) and appends JSON lines to
-``benchmarks/results.jsonl``.
+quad-core laptop). The step does not depend on the input dimension once P is built, so the
+layout imitates a converged t-SNE embedding (blobs over a span growing like √n) and P has
+90 partners per point, as perplexity 30 gives:
+
+* ``--graph layout`` (default): each point's 45 nearest neighbours in the layout,
+  symmetrised, as in a converged embedding, where P's partners are close;
+* ``--graph random``: 45 random partners per point, the worst case for memory locality.
+
+``--load P.npz Y.npy labels.npy`` times a saved P, layout and labels instead (e.g. from a
+real run). Prints seconds per step (median of repeats after a warm-up call), split into
+attraction and repulsion, and appends JSON lines to ``benchmarks/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -46,6 +52,19 @@ def knn_like_P(n: int, k: int, rng: np.random.Generator) -> sp.csr_matrix:
     return (P / P.sum()).tocsr()
 
 
+def layout_P(Y: np.ndarray, k: int, rng: np.random.Generator) -> sp.csr_matrix:
+    from scipy.spatial import cKDTree
+
+    n = len(Y)
+    _, nbr = cKDTree(Y).query(Y, k=k + 1, workers=-1)
+    rows = np.repeat(np.arange(n), k)
+    P = sp.csr_matrix((rng.random(n * k) + 0.1, (rows, nbr[:, 1:].ravel())), shape=(n, n))
+    P = P + P.T
+    P.setdiag(0)
+    P.eliminate_zeros()
+    return (P / P.sum()).tocsr()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=500_000)
@@ -53,26 +72,45 @@ def main(argv=None) -> None:
                     help="0 = no prior (plain t-SNE)")
     ap.add_argument("--methods", nargs="*", default=["bh", "fft"])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--graph", choices=["layout", "random"], default="layout")
+    ap.add_argument("--load", nargs=3, metavar=("P_NPZ", "Y_NPY", "LABELS_NPY"),
+                    help="time a saved P, layout and class labels (--classes: 0 and/or 1)")
     ap.add_argument("--out", default=str(HERE / "results.jsonl"))
     a = ap.parse_args(argv)
     rng = np.random.default_rng(0)
-    Y = layout(a.n, rng)
-    P = knn_like_P(a.n, 45, rng)  # 45 random partners each side ≈ 90 after symmetrising
+    if a.load:
+        P = sp.load_npz(a.load[0]).tocsr()
+        Y = np.load(a.load[1])
+        labels = np.load(a.load[2])
+        a.n = len(Y)
+        graph = "loaded:" + os.path.basename(a.load[1])
+    else:
+        Y = layout(a.n, rng)
+        # 45 partners each side ≈ 90 after symmetrising
+        P = layout_P(Y, 45, rng) if a.graph == "layout" else knn_like_P(a.n, 45, rng)
+        graph = a.graph
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "case": f"step-{a.n}", "nnz_per_point": P.nnz / a.n}
+            "case": f"step-{a.n}", "graph": graph, "nnz_per_point": P.nnz / a.n}
     for classes in a.classes:
-        prior = None if classes == 0 else make_prior(rng.integers(0, classes, a.n), a.n)
+        if a.load:
+            prior = None if classes == 0 else make_prior(labels, a.n)
+        else:
+            prior = None if classes == 0 else make_prior(rng.integers(0, classes, a.n), a.n)
         for method in a.methods:
-            grad = ConditionalGradient(P, prior, 2, method)
+            grad = ConditionalGradient(P, prior, Y.shape[1], method)
             grad(Y)
-            times = []
+            times, parts = [], []
             for _ in range(a.repeats):
+                before = dict(grad.timings)
                 t = time.perf_counter()
                 grad(Y)
                 times.append(time.perf_counter() - t)
+                parts.append([grad.timings[k] - before[k] for k in ("attraction", "repulsion")])
+            att, rep = np.median(parts, axis=0)
             row = {**meta, "classes": classes, "method": method,
-                   "s_per_step": float(np.median(times))}
+                   "s_per_step": float(np.median(times)), "attraction_s": float(att),
+                   "repulsion_s": float(rep)}
             print(json.dumps(row), flush=True)
             with open(a.out, "a") as fh:
                 fh.write(json.dumps(row) + "\n")

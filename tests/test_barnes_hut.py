@@ -186,3 +186,42 @@ def test_ctsne_gradient_default_thresholds():
     assert used == {"bh", "exact"}
     assert eg <= 1e-2
     assert es <= 1e-3
+
+
+def test_term_thetas_allocate_error_by_share():
+    th = conditional.term_thetas
+    assert th(0.5, [1.0, 1.0]) == [0.5, 0.5]
+    # a term with 1/16 of the share may have 16x the error: theta·16^(1/4) = 2·theta
+    assert th(0.5, [1.0, 1.0 / 16]) == pytest.approx([0.5, 1.0])
+    assert th(0.5, [1.0, 1e-6, 0.0]) == pytest.approx([0.5, conditional.THETA_MAX,
+                                                       conditional.THETA_MAX])
+    assert th(0.0, [1.0, 1e-3]) == [0.0, 0.0]  # exact stays exact
+    assert th(1.5, [1.0, 1e-3]) == [1.5, 1.5]  # never narrower than asked
+
+
+def test_minor_term_opens_wider_and_gradient_stays_accurate(bh_everywhere):
+    """β' = 0.01: the all-points term carries ~1 % of S and is opened wider, from the
+    class counts on the first call and from the measured Z afterwards; the gradient stays
+    as accurate as plain t-SNE's at theta = 0.5."""
+    rng = np.random.default_rng(3)
+    Y = tsne_like(N, 2, rng)
+    P = local_affinities(Y)
+    prior = make_prior(rng.permutation(np.arange(N) % 3), N, beta=0.01)
+    ref = exact_objective_terms(P, Y, prior)
+    rep = ConditionalRepulsion(prior.terms(), N, 2, method="bh",
+                               engine_params={"bh": {"theta": 0.5}})
+    Fa, _ = attraction(sp.csr_matrix(P), Y)
+    for _ in range(2):
+        thetas = conditional.term_thetas(0.5, [p.share for p in rep.plans])
+        assert thetas[0] > 0.9 and thetas[1] == 0.5  # all-points term, class term
+        F, S = rep(Y)
+        grad = 4.0 * (Fa - F / S)
+        assert np.linalg.norm(grad - ref.grad) / np.linalg.norm(ref.grad) <= 1e-3
+        assert S == pytest.approx(ref.S, rel=1e-4)
+    # the shares are now the measured |coef|·Z of each term
+    coefs = [p.coef for p in rep.plans]
+    assert rep.plans[0].share == pytest.approx(abs(coefs[0]) * exact_z(Y), rel=1e-2)
+
+
+def exact_z(Y):
+    return repulsion_exact(Y)[1]

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from conftest import random_affinities
 
 from ctsne import exact_objective, exact_objective_terms
-from ctsne.attraction import attraction
+from ctsne.attraction import Attraction, attraction
 from ctsne.prior import make_prior, weights_from_sizes
 from ctsne.repulsion import ConditionalRepulsion
 
@@ -201,3 +201,23 @@ def test_bad_P_is_rejected(rng):
         exact_objective(np.ones((5, 5)) - np.eye(5), Y)
     with pytest.raises(ValueError, match="diagonal"):
         exact_objective(np.eye(5) / 5, Y)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5])
+def test_attraction_in_layout_order_matches_dense_sums(d, rng):
+    """The Morton-ordered attraction (used above 50k points, forced here) equals the
+    dense ``Σ_j p_ij t_ij (y_i − y_j)`` and ``Σ p log t``, also after the layout moves and
+    the order is reused."""
+    n = 300
+    P = random_affinities(n, rng, density=0.05)
+    att = Attraction(sp.csr_matrix(P), reorder_above=0)
+    Y = rng.normal(scale=4.0, size=(n, d))
+    for _ in range(3):
+        diff = Y[:, None, :] - Y[None, :, :]
+        T = 1.0 / (1.0 + (diff**2).sum(-1))
+        F, plogt = att(Y, True)
+        np.testing.assert_allclose(F, ((P * T)[:, :, None] * diff).sum(1), rtol=1e-12,
+                                   atol=1e-15)
+        assert plogt == pytest.approx((P * np.log(T)).sum(), rel=1e-12)
+        Y = Y + rng.normal(scale=0.5, size=Y.shape)
+    assert att.order is not None and not np.array_equal(att.order, np.arange(n))

@@ -126,7 +126,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     n_iter_ : int
         Iterations run in total.
     timings_ : dict
-        Seconds spent on the affinities (kNN + P) and on the optimisation.
+        Seconds spent on the affinities (kNN + P) and on the optimisation, and within
+        the optimisation on the attraction and the repulsion.
     interrupted_ : bool
         True when Ctrl-C stopped the last optimisation; ``embedding_`` is then partial.
     """
@@ -330,6 +331,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 bar.close()
         self.n_iter_ = self._state.n_iter
         self.timings_["optimization"] += time.perf_counter() - t0
+        for stage, seconds in grad.timings.items():
+            self.timings_[stage] = self.timings_.get(stage, 0.0) + seconds
         self.interrupted_ = res.interrupted
         if res.interrupted:
             warnings.warn(

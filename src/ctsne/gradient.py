@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .attraction import attraction
+from .attraction import Attraction
 from .prior import Prior, PriorTerm
 from .repulsion import ConditionalRepulsion
 
@@ -50,11 +52,17 @@ class ConditionalGradient:
     method : {"exact", "bh", "fft", "auto"}
     engine_params : dict, optional
         Per-engine keyword arguments (see :class:`ConditionalRepulsion`).
+
+    Attributes
+    ----------
+    timings : dict
+        Seconds spent so far in the attraction and in the repulsion.
     """
 
     def __init__(self, P: sp.csr_matrix, prior: Prior | None, d: int, method: str,
                  engine_params: dict | None = None):
         self.P = P
+        self.attraction = Attraction(P)
         n = P.shape[0]
         terms = prior.terms() if prior is not None else [PriorTerm(1.0, None, 1)]
         self.repulsion = ConditionalRepulsion(terms, n, d, method, engine_params)
@@ -65,11 +73,16 @@ class ConditionalGradient:
             codes = np.stack(prior.codes)
             alphas, betas = np.asarray(prior.alphas, float), np.asarray(prior.betas, float)
         self.constant = float(_fixed_part(P.indptr, P.indices, P.data, codes, alphas, betas))
+        self.timings = {"attraction": 0.0, "repulsion": 0.0}
 
     def __call__(self, Y: np.ndarray, exaggeration: float = 1.0,
                  want_kl: bool = False) -> tuple[np.ndarray, float | None]:
-        attr, p_log_t = attraction(self.P, Y, want_kl)
+        t0 = time.perf_counter()
+        attr, p_log_t = self.attraction(Y, want_kl)
+        t1 = time.perf_counter()
         rep, S = self.repulsion(Y)
+        self.timings["attraction"] += t1 - t0
+        self.timings["repulsion"] += time.perf_counter() - t1
         grad = 4.0 * (exaggeration * attr - rep / S)
         kl = self.constant - p_log_t + np.log(S) if want_kl else None
         return grad, kl
