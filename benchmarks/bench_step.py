@@ -8,8 +8,9 @@ quad-core laptop). The step does not depend on the input dimension once P is bui
 layout imitates a converged t-SNE embedding (blobs over a span growing like √n) and P has
 90 partners per point, as perplexity 30 gives:
 
-* ``--graph layout`` (default): each point's 45 nearest neighbours in the layout,
-  symmetrised, as in a converged embedding, where P's partners are close;
+* ``--graph layout`` (default): each point's 90 nearest neighbours in the layout (the
+  3·perplexity that t-SNE keeps), symmetrised, as in a converged embedding, where P's
+  partners are close;
 * ``--graph random``: 45 random partners per point, the worst case for memory locality.
 
 ``--load P.npz Y.npy labels.npy`` times a saved P, layout and labels instead (e.g. from a
@@ -70,7 +71,7 @@ def main(argv=None) -> None:
     ap.add_argument("--n", type=int, default=500_000)
     ap.add_argument("--classes", type=int, nargs="*", default=[0, 5, 500],
                     help="0 = no prior (plain t-SNE)")
-    ap.add_argument("--methods", nargs="*", default=["bh", "fft"])
+    ap.add_argument("--methods", nargs="*", default=["auto", "bh", "fft"])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--graph", choices=["layout", "random"], default="layout")
     ap.add_argument("--load", nargs=3, metavar=("P_NPZ", "Y_NPY", "LABELS_NPY"),
@@ -86,8 +87,7 @@ def main(argv=None) -> None:
         graph = "loaded:" + os.path.basename(a.load[1])
     else:
         Y = layout(a.n, rng)
-        # 45 partners each side ≈ 90 after symmetrising
-        P = layout_P(Y, 45, rng) if a.graph == "layout" else knn_like_P(a.n, 45, rng)
+        P = layout_P(Y, 90, rng) if a.graph == "layout" else knn_like_P(a.n, 45, rng)
         graph = a.graph
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
             "cpu_count": os.cpu_count(), "python": platform.python_version(),

@@ -225,3 +225,24 @@ def test_minor_term_opens_wider_and_gradient_stays_accurate(bh_everywhere):
 
 def exact_z(Y):
     return repulsion_exact(Y)[1]
+
+
+@pytest.mark.parametrize("beta, swapped", [(0.01, True), (0.3, False)])
+def test_auto_sends_a_minor_term_to_the_coarse_fft_grid(beta, swapped):
+    """Under method="auto", β' = 0.01 leaves the all-points term ~1 % of S: it goes to the
+    coarse FFT grid, whose 6e-2 error is then ~6e-4 of the force; the class terms stay on
+    Barnes-Hut. At β' = 0.3 the all-points term matters and stays on Barnes-Hut."""
+    rng = np.random.default_rng(4)
+    Y = tsne_like(N, 2, rng)
+    P = local_affinities(Y)
+    prior = make_prior(rng.permutation(np.arange(N) % 3), N, beta=beta)
+    ref = exact_objective_terms(P, Y, prior)
+    rep = ConditionalRepulsion(prior.terms(), N, 2, method="auto")
+    F, S = rep(Y)
+    assert rep.engines_used() == ({"bh", "fft"} if swapped else {"bh"})
+    Fa, _ = attraction(sp.csr_matrix(P), Y)
+    grad = 4.0 * (Fa - F / S)
+    err = np.linalg.norm(grad - ref.grad) / np.linalg.norm(ref.grad)
+    print(f"beta'={beta}: grad rel err {err:.2e}, S rel err {abs(S - ref.S) / ref.S:.2e}")
+    assert err <= 2e-3
+    assert S == pytest.approx(ref.S, rel=1e-4)

@@ -187,7 +187,7 @@ def test_every_method_reaches_the_same_kl(monkeypatch):
     # groups of ~400 would go to the exact kernel; make the approximations do all the work
     monkeypatch.setitem(conditional.EXACT_BELOW, "bh", 0)
     monkeypatch.setitem(conditional.EXACT_BELOW, "fft", 0)
-    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span: False)
+    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span, params: False)
     rng = np.random.default_rng(3)
     centers = rng.normal(scale=5, size=(6, 8))
     groups = rng.integers(0, 6, 1200)

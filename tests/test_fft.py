@@ -119,7 +119,7 @@ CASES = [(1, 1.0)] + [(k, b) for k in (3, 50) for b in (0.01, 1.0, 3.0)]
 def test_ctsne_gradient_matches_exact(d, n_classes, beta, small_groups, monkeypatch):
     # groups the exact kernel does faster (by size, or by the per-call span check) would go
     # to it; this test is about FFT, so turn the span check off
-    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span: False)
+    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span, params: False)
     if small_groups == "fft":
         monkeypatch.setitem(conditional.EXACT_BELOW, "fft", 0)
         monkeypatch.setitem(conditional.EXACT_BELOW, "bh", 0)
@@ -142,7 +142,7 @@ def test_groups_the_exact_kernel_does_faster_go_to_it(monkeypatch):
     Y, P, prior, ref = case(2, 3, 0.01)
     rep = ConditionalRepulsion(prior.terms(), N, 2, method="fft")
     assert "fft" in rep.engines_used()
-    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span: True)
+    monkeypatch.setattr(conditional, "_fft_exact_is_faster", lambda m, span, params: True)
     F, S = rep(Y)
     Fa, _ = attraction(P, Y)
     assert rel(4.0 * (Fa - F / S), ref.grad) < 1e-12

@@ -61,21 +61,33 @@ _SERIAL_BELOW = 2048
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
 
 
-@numba.njit(cache=True)
+@numba.njit(parallel=True, cache=True)
 def _bounding_box(Y):
     """Per-axis minimum and maximum; NaN if any value is not finite."""
     n, d = Y.shape
-    lo = Y[0].copy()
-    hi = Y[0].copy()
-    for i in range(n):
+    chunks = 8
+    lo = np.empty((chunks, d))
+    hi = np.empty((chunks, d))
+    bad = np.zeros(chunks, dtype=np.bool_)
+    for c in numba.prange(chunks):
         for k in range(d):
-            v = Y[i, k]
-            if not np.isfinite(v):
-                lo[:] = np.nan
-                return lo, hi
-            lo[k] = min(lo[k], v)
-            hi[k] = max(hi[k], v)
-    return lo, hi
+            lo[c, k] = np.inf
+            hi[c, k] = -np.inf
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            for k in range(d):
+                v = Y[i, k]
+                if not np.isfinite(v):
+                    bad[c] = True
+                lo[c, k] = min(lo[c, k], v)
+                hi[c, k] = max(hi[c, k], v)
+    out_lo = np.empty(d)
+    out_hi = np.empty(d)
+    for k in range(d):
+        out_lo[k] = lo[:, k].min()
+        out_hi[k] = hi[:, k].max()
+    if bad.any():
+        out_lo[:] = np.nan
+    return out_lo, out_hi
 
 
 @numba.njit(cache=True, inline="always")
@@ -96,12 +108,12 @@ def _spread(q, d):
     return q
 
 
-@numba.njit(cache=True)
+@numba.njit(parallel=True, cache=True)
 def _morton_keys(Y, origin, scale, levels):
     n, d = Y.shape
     top = (1 << levels) - 1
     keys = np.zeros(n, dtype=np.int64)
-    for i in range(n):
+    for i in numba.prange(n):
         key = 0
         for k in range(d):
             q = int((Y[i, k] - origin[k]) * scale)
@@ -110,13 +122,13 @@ def _morton_keys(Y, origin, scale, levels):
     return keys
 
 
-@numba.njit(cache=True)
+@numba.njit(parallel=True, cache=True)
 def _sort_points(Y, keys, order):
     """Keys and points in key order, the points padded to three columns."""
     n, d = Y.shape
     Y3 = np.zeros((n, 3))
     skeys = np.empty(n, dtype=np.int64)
-    for i in range(n):
+    for i in numba.prange(n):
         j = order[i]
         skeys[i] = keys[j]
         for k in range(d):
@@ -124,10 +136,10 @@ def _sort_points(Y, keys, order):
     return skeys, Y3
 
 
-@numba.njit(cache=True)
+@numba.njit(parallel=True, cache=True)
 def _unsort(F3, order, d):
     F = np.empty((F3.shape[0], d))
-    for i in range(order.shape[0]):
+    for i in numba.prange(order.shape[0]):
         for k in range(d):
             F[order[i], k] = F3[i, k]
     return F

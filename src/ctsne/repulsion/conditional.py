@@ -11,9 +11,11 @@ Any t-SNE engine becomes a ct-SNE engine without seeing a label, and since the c
 a term partition the points, each term costs at most one t-SNE pass.
 
 The terms need not be equally accurate: an error in a term reaches the force multiplied
-by the term's coefficient. With β' = 0.01 the all-points term carries ~1 % of S, so
-Barnes-Hut may open it at a wider angle for the same absolute error (see
-:func:`term_thetas`); the class terms, which carry the force, keep ``theta``.
+by the term's coefficient. With β' = 0.01 the all-points term carries ~1 % of S, so it
+may have ~100× the relative error of the class terms for the same absolute error: with
+``method="auto"`` it goes to a coarse FFT grid (10× cheaper than Barnes-Hut at θ = 0.5),
+otherwise Barnes-Hut opens it wider (:func:`term_thetas`); the class terms, which carry
+the force, keep the asked accuracy.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+import numba
 import numpy as np
 
 from ..prior import PriorTerm
@@ -46,6 +49,14 @@ BH_BELOW = 2_000_000
 # expansion stops converging well; a minor term's angle stays within these bounds.
 THETA_ERROR_POWER = 4.0
 THETA_MAX = 1.2
+# Relative force error of the engines' settings on t-SNE-like layouts (benchmarks/
+# bench_bh.py, bench_fft.py; 500k points over a span of ~300): Barnes-Hut ~0.016·θ⁴
+# (6e-4–1.6e-3 at θ = 0.5), FFT on its default grid ~2e-4, FFT on the coarse grid below
+# (3 nodes per 2 units) 6e-2 in 39 ms where Barnes-Hut takes 230 ms at θ = 0.5.
+BH_ERROR_COEF = 0.016
+FFT_ERROR = 2e-4
+FFT_COARSE = {"n_interp": 3, "boxes_per_unit": 0.5}
+FFT_COARSE_ERROR = 6e-2
 
 
 def term_thetas(theta: float, shares: list[float]) -> list[float]:
@@ -67,15 +78,39 @@ def term_thetas(theta: float, shares: list[float]) -> list[float]:
     return out
 
 
+@numba.njit(parallel=True, cache=True)
+def _gather(Y, idx):
+    """``Y[idx]`` and its extent per column (numpy's fancy indexing and axis-0
+    reductions are serial and, for few columns, several times slower)."""
+    m, d = idx.shape[0], Y.shape[1]
+    out = np.empty((m, d))
+    for r in numba.prange(m):
+        for k in range(d):
+            out[r, k] = Y[idx[r], k]
+    span = np.empty(d)
+    for k in range(d):
+        span[k] = out[:, k].max() - out[:, k].min() if m else 0.0
+    return out, span
+
+
+@numba.njit(parallel=True, cache=True)
+def _add_rows(F, idx, coef, Fg):
+    """``F[idx] += coef·Fg`` for distinct ``idx``."""
+    for r in numba.prange(idx.shape[0]):
+        for k in range(F.shape[1]):
+            F[idx[r], k] += coef * Fg[r, k]
+
+
 def get_engine(name: str) -> Callable:
     module, func = _ENGINES[name]
     return getattr(importlib.import_module(module), func)
 
 
-def _fft_exact_is_faster(m: int, span: np.ndarray) -> bool:
+def _fft_exact_is_faster(m: int, span: np.ndarray, params: dict) -> bool:
     from .fft import exact_is_faster
 
-    return exact_is_faster(m, span)
+    keys = ("n_interp", "min_boxes", "boxes_per_unit")
+    return exact_is_faster(m, span, **{k: v for k, v in params.items() if k in keys})
 
 
 def choose_engine(m: int, d: int, method: str) -> str:
@@ -150,9 +185,28 @@ class ConditionalRepulsion:
         self.plans = [_TermPlan(t, n, d, method) for t in terms]
         self.engine_params = engine_params or {}
         self.n, self.d = n, d
+        self.method = method
         self.theta = float(self.engine_params.get("bh", {}).get("theta", 0.5))
+        self.last_used: set[str] | None = None
+
+    def _engine_for(self, engine: str, ratio: float, theta: float) -> tuple[str, dict]:
+        """Engine and parameters for a group of a term whose share of S is 1/ratio of the
+        largest: the coarse FFT grid where its error, scaled down by ratio, stays below
+        the dominant term's (FFT engines, or any 2-D engine under "auto")."""
+        params = self.engine_params.get(engine, {})
+        if engine == "bh":
+            if (self.method == "auto" and self.d <= 2
+                    and BH_ERROR_COEF * self.theta**THETA_ERROR_POWER * ratio >= FFT_COARSE_ERROR):
+                return "fft", {**self.engine_params.get("fft", {}), **FFT_COARSE}
+            return "bh", {**params, "theta": theta}
+        if engine == "fft" and FFT_ERROR * ratio >= FFT_COARSE_ERROR:
+            return "fft", {**params, **FFT_COARSE}
+        return engine, params
 
     def engines_used(self) -> set[str]:
+        """Engines of the last call (before any call: those planned)."""
+        if self.last_used is not None:
+            return set(self.last_used)
         used = set()
         for plan in self.plans:
             if plan.small_idx is not None:
@@ -164,23 +218,28 @@ class ConditionalRepulsion:
         """Return ``(Σ_j w_ij t_ij² (y_i − y_j), S)`` for every point ``i``."""
         F = np.zeros_like(Y)
         S = 0.0
-        thetas = term_thetas(self.theta, [plan.share for plan in self.plans])
-        for plan, theta in zip(self.plans, thetas, strict=True):
+        shares = [plan.share for plan in self.plans]
+        top = max(shares, default=0.0)
+        self.last_used = set()
+        for plan, theta in zip(self.plans, term_thetas(self.theta, shares), strict=True):
+            ratio = top / plan.share if plan.share > 0 else np.inf
             Z = 0.0
             if plan.small_idx is not None:
-                Fg, Zg = repulsion_exact_groups(Y[plan.small_idx], plan.small_starts)
-                F[plan.small_idx] += plan.coef * Fg
+                Fg, Zg = repulsion_exact_groups(_gather(Y, plan.small_idx)[0],
+                                                plan.small_starts)
+                _add_rows(F, plan.small_idx, float(plan.coef), Fg)
                 Z += Zg
-            for engine, idx in plan.large:
-                Yg = np.ascontiguousarray(Y[idx])
-                params = self.engine_params.get(engine, {})
-                if engine == "bh":
-                    params = {**params, "theta": theta}
-                if engine == "fft" and _fft_exact_is_faster(len(idx), np.ptp(Yg, axis=0)):
+                self.last_used.add("exact")
+            for planned, idx in plan.large:
+                Yg, span = _gather(Y, idx)
+                engine, params = self._engine_for(planned, ratio, theta)
+                if engine == "fft" and _fft_exact_is_faster(len(idx), span, params):
+                    engine = "exact"
                     Fg, Zg = repulsion_exact_groups(Yg, np.array([0, len(idx)]))
                 else:
                     Fg, Zg = get_engine(engine)(Yg, **params)
-                F[idx] += plan.coef * Fg
+                self.last_used.add(engine)
+                _add_rows(F, idx, float(plan.coef), Fg)
                 Z += Zg
             S += plan.coef * Z
             plan.share = abs(plan.coef) * Z  # measured: the next call allocates by it
