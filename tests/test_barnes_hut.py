@@ -246,3 +246,26 @@ def test_auto_sends_a_minor_term_to_the_coarse_fft_grid(beta, swapped):
     print(f"beta'={beta}: grad rel err {err:.2e}, S rel err {abs(S - ref.S) / ref.S:.2e}")
     assert err <= 2e-3
     assert S == pytest.approx(ref.S, rel=1e-4)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_single_precision_sweeps_keep_the_accuracy(d):
+    """From 512 points and θ ≥ 0.3 the 1-D/2-D sweeps run in float32: the error is still
+    the opening angle's, and close to the float64 sweeps' result."""
+    import ctsne.repulsion.barnes_hut as bh
+
+    Y = tsne_like(6000, d, np.random.default_rng(11), span=120.0)
+    Fe, Ze = repulsion_exact(Y)
+    F, Z = repulsion_bh(Y, 0.5)
+    ef = np.linalg.norm(F - Fe) / np.linalg.norm(Fe)
+    print(f"d={d}: force rel err {ef:.2e}, Z rel err {abs(Z - Ze) / Ze:.2e}")
+    assert ef < 2e-3
+    assert Z == pytest.approx(Ze, rel=3e-4)
+    old = bh._SINGLE_FROM_THETA
+    try:
+        bh._SINGLE_FROM_THETA = np.inf  # force the float64 sweeps
+        F64, Z64 = repulsion_bh(Y, 0.5)
+    finally:
+        bh._SINGLE_FROM_THETA = old
+    assert np.linalg.norm(F - F64) / np.linalg.norm(F64) < 1e-5
+    assert Z == pytest.approx(Z64, rel=1e-6)

@@ -86,9 +86,13 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     missing : {"class", "error"}, default "class"
         A missing label (None, NaN, pandas NA) is a class of its own, or an error.
     method : {"auto", "exact", "bh", "fft"}, default "auto"
-        Repulsion engine; "auto" chooses per class by size and output dimension.
+        Repulsion engine; "auto" chooses per class by size and output dimension, and
+        sends a term with a small share of the normaliser (the all-points term at small
+        β') to a coarse FFT grid within its error budget (see
+        :mod:`ctsne.repulsion.conditional`).
     theta : float, default 0.5
-        Barnes-Hut opening angle.
+        Barnes-Hut opening angle of the dominant terms; minor terms open wider for the
+        same absolute error.
     early_exaggeration : float, default 12
     early_exaggeration_iter : int, default 250
     n_iter : int, default 500

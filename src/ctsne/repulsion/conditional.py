@@ -78,23 +78,34 @@ def term_thetas(theta: float, shares: list[float]) -> list[float]:
     return out
 
 
+# Groups below this size are gathered and scattered by numpy: waking the thread pool
+# would cost more than the copy.
+PARALLEL_ABOVE = 1 << 15
+
+
+def _gather(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return Y[idx] if len(idx) < PARALLEL_ABOVE else _gather_parallel(Y, idx)
+
+
+def _add_rows(F: np.ndarray, idx: np.ndarray, coef: float, Fg: np.ndarray) -> None:
+    if len(idx) < PARALLEL_ABOVE:
+        F[idx] += coef * Fg
+    else:
+        _add_rows_parallel(F, idx, coef, Fg)
+
+
 @numba.njit(parallel=True, cache=True)
-def _gather(Y, idx):
-    """``Y[idx]`` and its extent per column (numpy's fancy indexing and axis-0
-    reductions are serial and, for few columns, several times slower)."""
-    m, d = idx.shape[0], Y.shape[1]
-    out = np.empty((m, d))
-    for r in numba.prange(m):
-        for k in range(d):
+def _gather_parallel(Y, idx):
+    """``Y[idx]`` (numpy's fancy indexing is serial)."""
+    out = np.empty((idx.shape[0], Y.shape[1]))
+    for r in numba.prange(idx.shape[0]):
+        for k in range(Y.shape[1]):
             out[r, k] = Y[idx[r], k]
-    span = np.empty(d)
-    for k in range(d):
-        span[k] = out[:, k].max() - out[:, k].min() if m else 0.0
-    return out, span
+    return out
 
 
 @numba.njit(parallel=True, cache=True)
-def _add_rows(F, idx, coef, Fg):
+def _add_rows_parallel(F, idx, coef, Fg):
     """``F[idx] += coef·Fg`` for distinct ``idx``."""
     for r in numba.prange(idx.shape[0]):
         for k in range(F.shape[1]):
@@ -153,6 +164,10 @@ class _TermPlan:
                 small.append(idx)
             else:
                 self.large.append((engine, idx))
+        # the large groups' points back to back: one gather and one scatter per term, each
+        # group a contiguous slice [large_starts[g], large_starts[g + 1])
+        self.large_idx = np.concatenate([idx for _, idx in self.large]) if self.large else None
+        self.large_starts = np.concatenate([[0], np.cumsum([len(i) for _, i in self.large])])
         if small:
             self.small_idx = np.concatenate(small)
             self.small_starts = np.concatenate([[0], np.cumsum([len(s) for s in small])])
@@ -225,22 +240,26 @@ class ConditionalRepulsion:
             ratio = top / plan.share if plan.share > 0 else np.inf
             Z = 0.0
             if plan.small_idx is not None:
-                Fg, Zg = repulsion_exact_groups(_gather(Y, plan.small_idx)[0],
-                                                plan.small_starts)
+                Fg, Zg = repulsion_exact_groups(_gather(Y, plan.small_idx), plan.small_starts)
                 _add_rows(F, plan.small_idx, float(plan.coef), Fg)
                 Z += Zg
                 self.last_used.add("exact")
-            for planned, idx in plan.large:
-                Yg, span = _gather(Y, idx)
-                engine, params = self._engine_for(planned, ratio, theta)
-                if engine == "fft" and _fft_exact_is_faster(len(idx), span, params):
-                    engine = "exact"
-                    Fg, Zg = repulsion_exact_groups(Yg, np.array([0, len(idx)]))
-                else:
-                    Fg, Zg = get_engine(engine)(Yg, **params)
-                self.last_used.add(engine)
-                _add_rows(F, idx, float(plan.coef), Fg)
-                Z += Zg
+            if plan.large_idx is not None:
+                Ys = _gather(Y, plan.large_idx)
+                Fs = np.empty_like(Ys)
+                for g, (planned, _) in enumerate(plan.large):
+                    a, b = plan.large_starts[g], plan.large_starts[g + 1]
+                    Yg = Ys[a:b]
+                    engine, params = self._engine_for(planned, ratio, theta)
+                    if engine == "fft" and _fft_exact_is_faster(
+                            b - a, Yg.max(axis=0) - Yg.min(axis=0), params):
+                        engine = "exact"
+                        Fs[a:b], Zg = repulsion_exact_groups(Yg, np.array([0, b - a]))
+                    else:
+                        Fs[a:b], Zg = get_engine(engine)(Yg, **params)
+                    self.last_used.add(engine)
+                    Z += Zg
+                _add_rows(F, plan.large_idx, float(plan.coef), Fs)
             S += plan.coef * Z
             plan.share = abs(plan.coef) * Z  # measured: the next call allocates by it
         return F, S

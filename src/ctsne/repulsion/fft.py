@@ -146,8 +146,9 @@ class _Clock:
 
     def __init__(self, out: dict | None):
         self.out = out
-        self.t = time.perf_counter()
-        self.c = time.process_time()
+        if out is not None:  # process_time is a system call: only when asked
+            self.t = time.perf_counter()
+            self.c = time.process_time()
 
     def __call__(self, name: str) -> None:
         if self.out is not None:
