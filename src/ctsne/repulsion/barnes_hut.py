@@ -285,7 +285,7 @@ def _grow(buf, size):
 
 
 @numba.njit(parallel=True, cache=True)
-def _traverse(Y3, walk, summ, groups, group_size, stack_size, d, single):
+def _traverse(Y3, walk, summ, groups, group_size, stack_size, single):
     """Per-point force and t row sums (sorted order), one tree walk per group."""
     n = Y3.shape[0]
     F = np.zeros((n, 3))
@@ -297,12 +297,12 @@ def _traverse(Y3, walk, summ, groups, group_size, stack_size, d, single):
         # sparse regions of the Morton order.
         gi = 2 * it if it < half else 2 * (it - half) + 1
         _walk_group(Y3, walk, summ, groups[gi], groups[gi + 1], group_size, stack_size, F, zrow,
-                    d, single)
+                    single)
     return F, zrow.sum()
 
 
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
-def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, d, single):
+def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, single):
     """Interactions of points ``glo:ghi`` with the whole tree, added into F and zrow.
 
     ``walk`` packs what the walk reads of a node into one 64-byte row: centre of mass (3),
@@ -359,14 +359,11 @@ def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, d, si
                 for k in range(3):
                     near[k, nn] = Y3[j, k]
                 nn += 1
-    if d == 3:
+    if single:
+        _sweep_group_single(Y3, glo, ghi, cells, nc, near, nn, F, zrow)
+    else:
         for i in range(glo, ghi):
             _sweep(Y3, i, cells, nc, near, nn, F, zrow)
-    elif single:
-        _sweep_group_single(Y3, glo, ghi, cells, nc, near, nn, F, zrow)
-    else:  # the third coordinate and its moments are zero: a third fewer operations
-        for i in range(glo, ghi):
-            _sweep_planar(Y3, i, cells, nc, near, nn, F, zrow)
 
 
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
@@ -413,44 +410,11 @@ def _sweep(Y3, i, cells, nc, near, nn, F, zrow):
 
 
 @numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
-def _sweep_planar(Y3, i, cells, nc, near, nn, F, zrow):
-    """``_sweep`` for d ≤ 2, where the third coordinate and moments are zero."""
-    y0, y1 = Y3[i, 0], Y3[i, 1]
-    z = 0.0
-    f0 = f1 = 0.0
-    for k in range(nc):
-        x0 = y0 - cells[0, k]
-        x1 = y1 - cells[1, k]
-        t = 1.0 / (1.0 + x0 * x0 + x1 * x1)
-        m0 = cells[4, k] * x0 + cells[7, k] * x1
-        m1 = cells[7, k] * x0 + cells[5, k] * x1
-        xmx = x0 * m0 + x1 * m1
-        cnt, tr = cells[3, k], cells[10, k]
-        t2 = t * t
-        t3 = t2 * t
-        z += cnt * t + (4.0 * xmx * t - tr) * t2
-        w = cnt * t2 + (12.0 * xmx * t - 2.0 * tr) * t3
-        q = 4.0 * t3
-        f0 += w * x0 - q * m0
-        f1 += w * x1 - q * m1
-    for k in range(nn):
-        x0 = y0 - near[0, k]
-        x1 = y1 - near[1, k]
-        t = 1.0 / (1.0 + x0 * x0 + x1 * x1)
-        z += t
-        w = t * t
-        f0 += w * x0
-        f1 += w * x1
-    zrow[i] += z - 1.0
-    F[i, 0] += f0
-    F[i, 1] += f1
-
-
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
 def _sweep_group_single(Y3, glo, ghi, cells, nc, near, nn, F, zrow):
-    """``_sweep_planar`` for the whole group in float32, coordinates relative to the
-    group's first point: twice the SIMD width. Rounding (~1e-7 relative per term, 2e-5 of
-    a unit in a far cell's offset) stays far below the opening-angle error."""
+    """``_sweep`` for d ≤ 2 (third coordinate and moments zero), for the whole group in
+    float32, coordinates relative to the group's first point: twice the SIMD width.
+    Rounding (~1e-7 relative per term, 2e-5 of a unit in a far cell's offset) stays far
+    below the opening-angle error."""
     f32 = np.float32
     ox, oy = Y3[glo, 0], Y3[glo, 1]
     c = np.empty((7, nc), dtype=np.float32)
@@ -583,5 +547,5 @@ def _repulsion(Y, theta, side, origin):
     # float32 sweeps where the opening angle, not rounding, sets the error, and the
     # points are many (a few points are mostly near pairs, summed exactly in float64)
     single = d <= 2 and theta >= _SINGLE_FROM_THETA and m >= _SERIAL_BELOW
-    F3, Z = _traverse(Y3, walk, summ, bounds, _GROUP, stack_size, d, single)
+    F3, Z = _traverse(Y3, walk, summ, bounds, _GROUP, stack_size, single)
     return _unsort(F3, order, d), float(Z)
