@@ -43,14 +43,17 @@ def layout(n: int, rng: np.random.Generator) -> np.ndarray:
     return Y
 
 
-def knn_like_P(n: int, k: int, rng: np.random.Generator) -> sp.csr_matrix:
-    rows = np.repeat(np.arange(n), k)
-    cols = rng.integers(0, n, n * k)
-    P = sp.csr_matrix((rng.random(n * k), (rows, cols)), shape=(n, n))
+def _symmetric_P(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
+    P = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
     P = P + P.T
     P.setdiag(0)
     P.eliminate_zeros()
     return (P / P.sum()).tocsr()
+
+
+def knn_like_P(n: int, k: int, rng: np.random.Generator) -> sp.csr_matrix:
+    return _symmetric_P(np.repeat(np.arange(n), k), rng.integers(0, n, n * k),
+                        rng.random(n * k), n)
 
 
 def layout_P(Y: np.ndarray, k: int, rng: np.random.Generator) -> sp.csr_matrix:
@@ -58,12 +61,8 @@ def layout_P(Y: np.ndarray, k: int, rng: np.random.Generator) -> sp.csr_matrix:
 
     n = len(Y)
     _, nbr = cKDTree(Y).query(Y, k=k + 1, workers=-1)
-    rows = np.repeat(np.arange(n), k)
-    P = sp.csr_matrix((rng.random(n * k) + 0.1, (rows, nbr[:, 1:].ravel())), shape=(n, n))
-    P = P + P.T
-    P.setdiag(0)
-    P.eliminate_zeros()
-    return (P / P.sum()).tocsr()
+    return _symmetric_P(np.repeat(np.arange(n), k), nbr[:, 1:].ravel(),
+                        rng.random(n * k) + 0.1, n)
 
 
 def main(argv=None) -> None:

@@ -156,7 +156,7 @@ class _TermPlan:
         order = np.argsort(codes, kind="stable")
         sizes = np.bincount(codes)
         bounds = np.concatenate([[0], np.cumsum(sizes)])
-        small, self.large = [], []
+        small, large, self.large_engines = [], [], []
         # Z of a term, before any is measured: pairs within its groups (classes mixed
         # evenly over the layout, which a factored-out prior tends to)
         self.share = abs(self.coef) * float(np.sum(sizes.astype(np.float64) ** 2 - sizes))
@@ -168,11 +168,12 @@ class _TermPlan:
             if engine == "exact":
                 small.append(idx)
             else:
-                self.large.append((engine, idx))
-        # the large groups' points back to back: one gather and one scatter per term, each
-        # group a contiguous slice [large_starts[g], large_starts[g + 1])
-        self.large_idx = np.concatenate([idx for _, idx in self.large]) if self.large else None
-        self.large_starts = np.concatenate([[0], np.cumsum([len(i) for _, i in self.large])])
+                large.append(idx)
+                self.large_engines.append(engine)
+        # the large groups' points back to back: one gather and one scatter per term, group
+        # g a contiguous slice [large_starts[g], large_starts[g + 1])
+        self.large_idx = np.concatenate(large) if large else None
+        self.large_starts = np.concatenate([[0], np.cumsum([len(i) for i in large])])
         if small:
             self.small_idx = np.concatenate(small)
             self.small_starts = np.concatenate([[0], np.cumsum([len(s) for s in small])])
@@ -231,7 +232,7 @@ class ConditionalRepulsion:
         for plan in self.plans:
             if plan.small_idx is not None:
                 used.add("exact")
-            used.update(e for e, _ in plan.large)
+            used.update(plan.large_engines)
         return used
 
     def __call__(self, Y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -252,7 +253,7 @@ class ConditionalRepulsion:
             if plan.large_idx is not None:
                 Ys = _gather(Y, plan.large_idx)
                 Fs = np.empty_like(Ys)
-                for g, (planned, _) in enumerate(plan.large):
+                for g, planned in enumerate(plan.large_engines):
                     a, b = plan.large_starts[g], plan.large_starts[g + 1]
                     Yg = Ys[a:b]
                     engine, params = self._engine_for(planned, ratio, theta)
