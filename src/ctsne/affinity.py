@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .checks import to_safe_scale, warn_ties
 from .neighbors import nearest_neighbors
 
 __all__ = ["calibrate", "joint_affinities", "n_neighbors_for", "symmetrize"]
@@ -21,11 +22,19 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, out):
     n, k = dist.shape
     target = np.log(perplexity)
     for i in numba.prange(n):
+        # distances relative to the row's largest make the result independent of the
+        # data's scale and keep their squares in range (1e-300 or 1e200 would not be)
+        top = 0.0
+        for j in range(k):
+            top = max(top, dist[i, j])
+        if top == 0.0 or not np.isfinite(top):
+            top = 1.0
         d2 = np.empty(k)  # the row is copied first, so ``out`` may be ``dist`` itself
         for j in range(k):
-            d2[j] = dist[i, j] * dist[i, j]
-        # distances relative to the nearest neighbour keep exp() in range; this only
-        # rescales the row, which the normalisation removes
+            r = dist[i, j] / top
+            d2[j] = r * r
+        # relative to the nearest neighbour keeps exp() in range; this only rescales the
+        # row, which the normalisation removes
         dmin = d2[0]
         for j in range(k):
             dmin = min(dmin, d2[j])
@@ -58,7 +67,8 @@ def calibrate(distances: np.ndarray, perplexity: float, tol: float = 1e-8,
     """Row-stochastic conditional probabilities ``p_{j|i}`` with the given perplexity.
 
     ``distances`` are (n, k) distances to the k nearest neighbours; the Gaussian acts on
-    their squares. Each row's precision is found by bisection on the entropy. ``out``
+    their squares, after dividing each row by its largest distance (so the result does not
+    depend on the scale). Each row's precision is found by bisection on the entropy. ``out``
     (float64, (n, k)) may be ``distances`` itself, to calibrate in place.
     """
     dist = np.ascontiguousarray(distances, dtype=np.float64)
@@ -207,6 +217,8 @@ def joint_affinities(
     Parameters
     ----------
     X : ndarray (n, p)
+        Data of extreme magnitude is rescaled by a power of two first (exact), so P does
+        not depend on the overall scale of X.
     perplexity : float
         Must be below ``k = min(n − 1, 3·perplexity)``; checked by the caller.
     neighbors, metric, random_state, n_jobs, progress
@@ -214,7 +226,8 @@ def joint_affinities(
     """
     n = X.shape[0]
     k = n_neighbors_for(perplexity, n)
-    idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
+    idx, dist = nearest_neighbors(to_safe_scale(X), k, method=neighbors, metric=metric,
                                   random_state=random_state, n_jobs=n_jobs, progress=progress)
+    warn_ties(dist, perplexity)
     cond = calibrate(dist, perplexity, out=dist)  # in place: the distances are not needed
     return symmetrize(idx, cond)

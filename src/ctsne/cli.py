@@ -52,6 +52,8 @@ def _data_options(p: argparse.ArgumentParser, features: bool = True) -> None:
                    "or an unnamed first column, or an AnnData's obs names)")
     g.add_argument("--obsm", metavar="KEY", help=".h5ad: features from obsm[KEY] (e.g. X_pca)")
     g.add_argument("--layer", metavar="NAME", help=".h5ad: features from layers[NAME]")
+    g.add_argument("--sep", metavar="CHAR", help="field separator of text tables (default: "
+                   "tab for .tsv; for .csv detected among , ; and tab)")
     if not features:
         return
     g.add_argument("--columns", nargs="+", metavar="COL", help="feature columns (names or "
@@ -78,15 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Embed INPUT with ct-SNE, factoring out the --prior "
                        "columns (none: plain t-SNE). Formats by extension: .csv .tsv "
                        "(.gz) .parquet .npy .npz .h5ad.")
-    p.add_argument("input", metavar="INPUT")
+    p.add_argument("input", metavar="INPUT", help="the data: one row per point, feature "
+                   "columns (numbers; text columns are one-hot encoded) and label columns")
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT",
                    help="embedding file: .csv/.tsv/.parquet (id, ctsne1, ctsne2, labels), "
                    ".npz (embedding, ids, labels), .npy (embedding only) or .h5ad "
                    "(obsm['X_ctsne'])")
     p.add_argument("--prior", action="append", default=[], metavar="COL",
                    help="label column to factor out (repeat for several)")
-    p.add_argument("--combine", choices=("joint", "product"), default="joint",
-                   help="several priors as joint classes or independent factors")
+    p.add_argument("--combine", choices=("joint", "product"),
+                   help="several priors as joint classes or independent factors "
+                   "(default joint)")
     w = p.add_mutually_exclusive_group()
     w.add_argument("--beta", type=float, help="β': weight of pairs in different prior "
                    "classes (default 0.01; > 1 strengthens the prior)")
@@ -99,18 +103,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra columns to copy to the output")
     p.add_argument("--standardize", action="store_true", help="scale features to zero mean, "
                    "unit variance (constant columns are dropped)")
-    p.add_argument("--perplexity", type=float, default=30.0)
-    p.add_argument("--dims", type=int, default=2, help="output dimensions (default 2)")
-    p.add_argument("--method", choices=("auto", "exact", "bh", "fft"), default="auto")
+    p.add_argument("--perplexity", type=float, help="effective number of neighbours each "
+                   "point keeps (default 30; 5-50 is usual, below the number of points)")
+    p.add_argument("--dims", type=int, help="output dimensions (default 2)")
+    p.add_argument("--method", choices=("auto", "exact", "bh", "fft"),
+                   help="repulsion engine: exact O(n²), Barnes-Hut, FFT interpolation, or "
+                   "auto: chosen by size (default)")
     p.add_argument("--n-iter", type=int, default=500, help="iterations after early "
                    "exaggeration (with --resume: further iterations)")
-    p.add_argument("--exaggeration-iter", type=int, default=250)
+    p.add_argument("--exaggeration-iter", type=int, metavar="N", help="iterations of early "
+                   "exaggeration, which forms the clusters first (default 250)")
     p.add_argument("--seed", type=int, help="random seed (for reproducible output)")
     _threads(p)
     p.add_argument("--save-model", metavar="FILE", help="pickle the fitted model (continue "
                    "later with --resume, or pickle.load(...).optimize(n_iter))")
     p.add_argument("--resume", metavar="MODEL", help="continue optimising a model saved with "
-                   "--save-model on the same INPUT and options (only load files you trust)")
+                   "--save-model on the same INPUT (checked); --prior, --beta/--alpha and "
+                   "--method may change, the affinities are kept (only load files you trust)")
     p.add_argument("--plot", metavar="IMAGE", help="also draw the embedding (.png .svg .pdf)")
     p.add_argument("--color", metavar="COL", help="colour the plot by COL (default: the "
                    "first prior)")
@@ -175,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=1000, help="points (default 1000)")
     p.add_argument("--beta", type=float, default=0.01)
     p.add_argument("--n-iter", type=int, default=500)
-    p.add_argument("--exaggeration-iter", type=int, default=250)
+    p.add_argument("--exaggeration-iter", type=int, default=250, metavar="N",
+                   help="iterations of early exaggeration (default 250)")
     p.add_argument("--seed", type=int, default=0)
     _threads(p)
     _common(p, "no progress bars")

@@ -6,14 +6,13 @@ fix are raised as ValueError / OSError and turned into one line by :func:`ctsne.
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
 import time
 import warnings
 from pathlib import Path
 
 from .cli import DATA_OUT, FIGURES
+from .interrupt import CtrlC
 
 __all__ = ["demo", "embed", "rank", "score"]
 
@@ -26,22 +25,32 @@ def _note(args, message: str) -> None:
 # ----------------------------------------------------------------------------- embed
 def embed(args) -> int:
     from . import io
-    from .features import prepare_features
 
     outputs = [io.check_output(args.output, args.force, DATA_OUT)]
     if args.plot:
         outputs.append(io.check_output(args.plot, args.force, FIGURES))
-        if args.dims < 2:
+        if (args.dims or 2) < 2:
             raise io.DataError("--plot needs --dims 2 or more")
     if args.save_model:
         outputs.append(io.check_output(args.save_model, args.force))
     paths = [Path(args.input).resolve(), *(p.resolve() for p in outputs)]
     if len(set(paths)) < len(paths):
         raise io.DataError("the input and output files must all be different")
+    ctrl_c = CtrlC()
+    with ctrl_c.installed(), warnings.catch_warnings():
+        if args.quiet:
+            warnings.filterwarnings("ignore", message=".*carries no information")
+        return _embed(args, ctrl_c)
 
-    table = io.read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer)
+
+def _embed(args, ctrl_c: CtrlC) -> int:
+    from . import io
+    from .features import prepare_features
+
+    table = io.read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer,
+                          sep=args.sep)
     if args.meta:
-        meta = io.read_table(args.meta)
+        meta = io.read_table(args.meta, sep=args.sep)
         if meta.n_rows != table.n_rows:
             raise io.DataError(f"{args.meta} has {meta.n_rows} rows but {args.input} has "
                                f"{table.n_rows}; they must have the same rows, in order")
@@ -54,14 +63,20 @@ def embed(args) -> int:
     exclude = [*args.exclude, *([] if args.include_prior else args.prior)]
     feats = prepare_features(table, args.columns, exclude, args.categorical,
                              args.standardize, args.drop_missing, args.prior)
+    if len(feats.X) < 3:
+        raise io.DataError(f"{args.input} has {len(feats.X)} usable rows: t-SNE needs at "
+                           "least 3 points (and more than the perplexity)")
     n_read, table = table.n_rows, table.take(feats.rows)
     prior = [table.columns[c] for c in args.prior] or None
-    if prior is not None and not args.resume:
+    if prior is not None:
         from . import make_prior
 
-        # a bad prior or weight fails now, before the notes and the long work
-        make_prior(prior, len(feats.X), beta=None if args.alpha else (args.beta or 0.01),
-                   alpha=args.alpha, combine=args.combine)
+        # a bad prior or weight fails now, before the notes and the long work; the fit
+        # warns about an uninformative prior, once
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            make_prior(prior, len(feats.X), beta=None if args.alpha else (args.beta or 0.01),
+                       alpha=args.alpha, combine=args.combine or "joint")
     for note in feats.notes:
         _note(args, f"note: {note}")
     for name, col in zip(args.prior, prior or [], strict=False):
@@ -70,15 +85,20 @@ def embed(args) -> int:
             _note(args, f"note: {n_miss} rows have no {name!r} label; they form a class of "
                   "their own (drop them with --drop-missing)")
 
-    model, interrupted = _fit(args, feats.X, prior)
+    model, interrupted = _fit(args, feats.X, prior, ctrl_c)
     Y = model.embedding_
     io.write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
                        args.force, table.adata, feats)
+    ctrl_c.written.append(str(args.output))
     if args.save_model:
         import pickle
 
+        from .resume import ATTR, fingerprint
+
+        setattr(model, ATTR, fingerprint(feats.X, args))
         with io.atomic_path(args.save_model, args.force) as tmp, open(tmp, "wb") as fh:
             pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        ctrl_c.written.append(str(args.save_model))
     if args.plot:
         from . import plotting
 
@@ -88,6 +108,8 @@ def embed(args) -> int:
             table.columns[args.marker] if args.marker else None,
             title=title, color_name=color, marker_name=args.marker, random_state=0)
         plotting.save_figure(ax.figure, args.plot, args.force)
+        ctrl_c.written.append(str(args.plot))
+    ctrl_c.written.clear()  # all written: an abort from here on keeps the files
     if Path(args.output).suffix == ".npy" and (args.id or table.n_rows < n_read):
         _note(args, "note: .npy holds the embedding only; use .npz to keep the row ids")
     weights = (f", α'={_fmt(model.alpha_)}, β'={_fmt(model.beta_)}" if args.prior else "")
@@ -115,84 +137,24 @@ def _fmt(v) -> str:
     return np.array2string(np.asarray(v), precision=4) if np.ndim(v) else f"{v:.4g}"
 
 
-class _CtrlC:
-    """Ctrl-C during the optimisation stops it at the next check instead of raising.
-
-    An exception raised while a numba kernel runs surfaces as a SystemError, so during
-    the optimisation the handler only sets a flag, which a callback (every 10 iterations)
-    hands to the optimiser as "stop". Before the optimisation (neighbours, affinities) and
-    on a second Ctrl-C it raises KeyboardInterrupt: nothing is written.
-    """
-
-    every = 10
-
-    def __init__(self):
-        self.optimising = False
-        self.stop = False
-
-    def callback(self, iteration, kl, Y) -> bool:
-        self.optimising = True
-        return self.stop
-
-    def handler(self, signum, frame) -> None:
-        if not self.optimising or self.stop:
-            raise KeyboardInterrupt
-        self.stop = True
-        print("\nctsne: stopping after the current iterations (Ctrl-C again to abort "
-              "without writing)", file=sys.stderr)
-
-    @contextlib.contextmanager
-    def watching(self, model):
-        old_cb, old_every = model.callbacks, model.callbacks_every_iters
-        model.set_params(callbacks=[self.callback], callbacks_every_iters=self.every)
-        try:
-            old = signal.signal(signal.SIGINT, self.handler)
-        except ValueError:  # not the main thread: keep the default behaviour
-            old = None
-        try:
-            with warnings.catch_warnings():
-                # the CLI reports an interruption itself, naming the output file
-                warnings.filterwarnings("ignore", message="optimisation interrupted")
-                yield
-        finally:
-            if old is not None:
-                signal.signal(signal.SIGINT, old)
-            # a saved model should not call back into the CLI
-            model.set_params(callbacks=old_cb, callbacks_every_iters=old_every)
-
-
-def _fit(args, X, prior):
+def _fit(args, X, prior, ctrl_c: CtrlC):
     """Fit (or, with --resume, continue) the model; returns (model, interrupted)."""
-    from . import ConditionalTSNE, io
+    from . import ConditionalTSNE
 
-    ctrl_c = _CtrlC()
     if args.resume:
-        import pickle
+        from .resume import load_for_resume
 
-        try:
-            with open(args.resume, "rb") as fh:
-                model = pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
-            raise io.DataError(f"cannot load the model {args.resume}: {exc}") from None
-        if not isinstance(model, ConditionalTSNE) or not hasattr(model, "embedding_"):
-            raise io.DataError(f"{args.resume} is not a fitted ConditionalTSNE model")
-        if X.shape != (len(model.embedding_), model.n_features_in_):
-            raise io.DataError(f"the model was fitted on {len(model.embedding_)} × "
-                               f"{model.n_features_in_} features, the input gives {X.shape[0]}"
-                               f" × {X.shape[1]}: use the same INPUT and options as then")
-        model.set_params(verbose=not args.quiet, n_jobs=args.threads)
+        model = load_for_resume(args, X, prior, lambda m: _note(args, m))
         with ctrl_c.watching(model):
-            ctrl_c.optimising = True
             model.optimize(n_iter=args.n_iter)
     else:
         model = ConditionalTSNE(
-            n_components=args.dims, perplexity=args.perplexity,
-            beta=0.01 if args.beta is None else args.beta, alpha=args.alpha,
-            combine=args.combine, method=args.method, n_iter=args.n_iter,
-            early_exaggeration_iter=args.exaggeration_iter, random_state=args.seed,
-            n_jobs=args.threads, verbose=not args.quiet)
-        if args.alpha is not None:
-            model.set_params(beta=None)
+            n_components=args.dims or 2, perplexity=args.perplexity or 30.0,
+            beta=args.beta, alpha=args.alpha, combine=args.combine or "joint",
+            method=args.method or "auto", n_iter=args.n_iter,
+            early_exaggeration_iter=(250 if args.exaggeration_iter is None
+                                     else args.exaggeration_iter),
+            random_state=args.seed, n_jobs=args.threads, verbose=not args.quiet)
         with ctrl_c.watching(model):
             model.fit_transform(X, prior)
     return model, ctrl_c.stop or model.interrupted_
@@ -288,7 +250,7 @@ def rank(args) -> int:
     if args.cluster:
         _cluster_model(args.cluster, 0, args.seed)  # a bad spec fails before any reading
     emb = io.read_embedding(args.embedding, args.coords)
-    table = _aligned(io.read_table(args.input, args.id, args.obsm, args.layer), emb,
+    table = _aligned(io.read_table(args.input, args.id, args.obsm, args.layer, args.sep), emb,
                      args.input)
     # the embedding's label columns (priors, colours) were not features there
     exclude = [*args.exclude, *(c for c in emb.columns if c in table.columns)]
@@ -372,7 +334,7 @@ def score(args) -> int:
         raise io.DataError("give one distinct --names entry per embedding")
     scores: dict[str, dict[str, np.ndarray]] = {lab: {} for lab in args.labels}
     chance: dict[str, float] = {}
-    data = io.read_table(args.data, args.id, args.obsm, args.layer) if args.data else None
+    data = io.read_table(args.data, args.id, args.obsm, args.layer, args.sep) if args.data else None
     for path, name in zip(args.embeddings, names, strict=True):
         emb = io.read_embedding(path, args.coords)
         if max(ks) >= len(emb.ids):

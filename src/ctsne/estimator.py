@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import sys
 import time
 import warnings
 
@@ -12,10 +13,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from .affinity import joint_affinities, n_neighbors_for
+from .checks import check_spread
 from .gradient import ConditionalGradient
 from .initialization import initial_embedding
 from .optimizer import OptimizerState, auto_learning_rate, gradient_descent
 from .prior import make_prior
+from .progress import progress_bar
 
 __all__ = ["ConditionalTSNE"]
 
@@ -77,10 +80,11 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         Output dimensions (Barnes-Hut up to 3, FFT up to 2, exact any).
     perplexity : float, default 30
         Effective number of neighbours; ``k = min(n − 1, 3·perplexity)`` neighbours are used.
-    beta : float, default 0.01
-        β', the weight of pairs in different classes (the paper's rule of thumb).
+    beta : float, optional
+        β', the weight of pairs in different classes; None means 0.01 (the paper's rule
+        of thumb) unless ``alpha`` is given.
     alpha : float, optional
-        α' instead of β' (then ``beta`` is ignored).
+        α' instead of β' (give one of the two, not both).
     combine : {"joint", "product"}, default "joint"
         Several priors as joint classes (the paper's f₁₋₆) or as independent factors.
     missing : {"class", "error"}, default "class"
@@ -113,7 +117,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     n_jobs : int or None
         Threads for the numba kernels (None: all).
     verbose : bool, default False
-        Progress bars (tqdm) for the affinities and the optimisation, with the KL.
+        Progress on stderr for the affinities and the optimisation, with the KL: tqdm
+        bars on a terminal, a plain line every tenth (at most 50 iterations) otherwise.
     callbacks : callable or list of callables (iteration, kl, embedding) -> stop?
     callbacks_every_iters : int, default 50
 
@@ -140,7 +145,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self,
         n_components: int = 2,
         perplexity: float = 30.0,
-        beta: float | None = 0.01,
+        beta: float | None = None,
         alpha: float | None = None,
         combine: str = "joint",
         missing: str = "class",
@@ -213,10 +218,13 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 f"use perplexity ≤ {max(1, (n - 2) // 3)} "
                 "or more points"
             )
-        for name in ("theta", "early_exaggeration"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a finite number ≥ 0, got {v!r}")
+        if not isinstance(self.theta, numbers.Real) or not np.isfinite(self.theta) \
+                or self.theta < 0:
+            raise ValueError(f"theta must be a finite number ≥ 0, got {self.theta!r}")
+        v = self.early_exaggeration
+        if not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"early_exaggeration must be a finite number > 0 (1 means none, "
+                             f"12 is usual), got {v!r}")
         if not (self.learning_rate == "auto" or (
                 isinstance(self.learning_rate, numbers.Real) and self.learning_rate > 0)):
             raise ValueError(f"learning_rate must be 'auto' or a positive number, got "
@@ -225,8 +233,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             raise ValueError(
                 f"neighbors must be 'auto', 'exact' or 'approx', got {self.neighbors!r}"
             )
-        if self.beta is None and self.alpha is None:
-            raise ValueError("give beta or alpha (beta=0.01 is the paper's rule of thumb)")
+        if self.beta is not None and self.alpha is not None:
+            raise ValueError(f"give beta or alpha, not both (got beta={self.beta!r}, "
+                             f"alpha={self.alpha!r}): the other follows from the class sizes")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, prior=None) -> ConditionalTSNE:
@@ -248,7 +257,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         X = _check_X(X)
         n = X.shape[0]
         self._check_params(n)
-        self.prior_ = make_prior(prior, n, beta=self.beta, alpha=self.alpha,
+        check_spread(X)
+        beta = 0.01 if self.beta is None and self.alpha is None else self.beta
+        self.prior_ = make_prior(prior, n, beta=beta, alpha=self.alpha,
                                  combine=self.combine, missing=self.missing)
         classes = None
         if self.prior_ is not None and not self.prior_.is_trivial:
@@ -280,9 +291,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         t0 = time.perf_counter()
         bar = None
         if self.verbose:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=X.shape[0], desc="neighbours", unit="pt", leave=False)
+            bar = progress_bar(X.shape[0], "neighbours", "pt", leave=False)
 
         def progress(done, total):
             bar.update(done - bar.n)
@@ -292,8 +301,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                              progress=progress if bar is not None else None)
         if bar is not None:
             bar.close()
-            print(f"affinities: {X.shape[0]} points, {P.nnz} non-zeros, "
-                  f"{time.perf_counter() - t0:.1f} s")
+            print(f"ctsne: affinities: {X.shape[0]} points, {P.nnz} non-zeros, "
+                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
         return P
 
     def _gradient(self) -> ConditionalGradient:
@@ -320,10 +329,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         grad = self._gradient()
         bar = None
         if self.verbose:
-            from tqdm.auto import tqdm
-
             phase = "early exaggeration" if exaggeration != 1 else "optimisation"
-            bar = tqdm(total=n_iter, desc=phase, unit="it")
+            bar = progress_bar(n_iter, phase, "it")
         try:
             res = gradient_descent(
                 self.embedding_, grad, n_iter, lr, momentum, exaggeration, self._state,
@@ -359,6 +366,11 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         """
         if not hasattr(self, "embedding_"):
             raise RuntimeError("optimize() continues a fitted model; call fit() first")
+        if not isinstance(n_iter, numbers.Integral) or n_iter < 0:
+            raise ValueError(f"n_iter must be an integer ≥ 0, got {n_iter!r}")
+        if not isinstance(exaggeration, numbers.Real) or not np.isfinite(exaggeration) \
+                or exaggeration <= 0:
+            raise ValueError(f"exaggeration must be a finite number > 0, got {exaggeration!r}")
         with _threads(self.n_jobs):
             self._run(int(n_iter), float(exaggeration), float(momentum), learning_rate)
         return self

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import to_safe_scale
+
 __all__ = ["initial_embedding"]
 
 # t-SNE starts from a tight layout so early exaggeration can form clusters freely.
@@ -63,6 +65,7 @@ def initial_embedding(X: np.ndarray, n_components: int, init, random_state=None,
         if init != "pca":
             raise ValueError(f"init must be 'pca', 'random' or an array, got {init!r}")
         n_pc = min(n_components, X.shape[1], n)
+        X = to_safe_scale(X)  # XᵀX of |X| ~ 1e300 would overflow; the result is rescaled
         axes, means, variances = _principal_axes(X, n_pc, classes)
         if classes is not None and variances[0] <= 1e-12 * np.var(X, axis=0).sum():
             classes = None  # the classes explain everything: nothing is left to show

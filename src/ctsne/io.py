@@ -38,6 +38,7 @@ __all__ = [
     "read_embedding",
     "read_ids",
     "read_table",
+    "remove_unfinished",
     "write_columns",
     "write_embedding",
 ]
@@ -205,8 +206,21 @@ def _frame_columns(frame) -> dict[str, np.ndarray]:
     return out
 
 
+def detect_separator(path: Path) -> str:
+    """The field separator of a text table: the one of , ; tab that splits its header into
+    the most fields, provided the first data lines split into as many."""
+    with _open_text(path) as fh:
+        lines = [line for line in (fh.readline() for _ in range(6)) if line.strip()]
+    if not lines:
+        return ","
+    rows = {sep: [len(next(csv.reader([line], delimiter=sep))) for line in lines]
+            for sep in (",", ";", "\t")}
+    consistent = {sep: c[0] for sep, c in rows.items() if c[0] > 1 and len(set(c)) == 1}
+    return max(consistent, key=consistent.get) if consistent else ","
+
+
 def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str | None = None,
-               layer: str | None = None) -> Table:
+               layer: str | None = None, sep: str | None = None) -> Table:
     """Read a data file into a :class:`Table`.
 
     Parameters
@@ -221,6 +235,9 @@ def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str 
         Column holding the row ids; it is then not a feature.
     obsm, layer : str, optional
         Where the features of an AnnData file are.
+    sep : str, optional
+        Field separator of a text table; default: tab for .tsv, and for .csv the one of
+        ``,`` ``;`` tab that splits the header and the first lines consistently.
     """
     path = Path(path)
     fmt = file_format(path)
@@ -231,8 +248,9 @@ def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str 
     if (obsm or layer) and fmt != "h5ad":
         raise DataError("--obsm and --layer apply to .h5ad input only")
     if fmt in ("csv", "tsv"):
-        columns = {k: _text_column(v) for k, v in
-                   _read_delimited(path, "," if fmt == "csv" else "\t").items()}
+        if sep is None:
+            sep = detect_separator(path) if fmt == "csv" else "\t"
+        columns = {k: _text_column(v) for k, v in _read_delimited(path, sep).items()}
         table = Table(columns, np.arange(len(next(iter(columns.values()), []))), path=path)
         if "" in columns:  # pandas' index column
             table.ids = _ids_from(columns.pop(""), path)
@@ -386,7 +404,31 @@ def check_output(path: str | os.PathLike, force: bool = False, kinds: Sequence[s
         raise DataError(f"{path} exists; pass --force to overwrite it")
     if not path.parent.is_dir():
         raise DataError(f"{path}: the folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise DataError(f"{path}: the folder {path.parent} is not writable; choose another "
+                        "output folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise DataError(f"{path} is not writable; choose another output file")
     return path
+
+
+# (temporary, final) paths of the files being written now: an abort (double Ctrl-C, which
+# ends the process without unwinding) removes them, see remove_unfinished
+_WRITING: set[tuple[str, str]] = set()
+
+
+def remove_unfinished() -> None:
+    """Remove the files :func:`atomic_path` is writing now (for an abort that cannot unwind).
+
+    A temporary file is removed; if it has already been moved onto its final path, that
+    file is removed instead (it was written by this process, which is being aborted).
+    """
+    for tmp, final in list(_WRITING):
+        with contextlib.suppress(OSError):
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            else:
+                os.unlink(final)
 
 
 @contextlib.contextmanager
@@ -405,6 +447,8 @@ def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
+    entry = (tmp, str(path))
+    _WRITING.add(entry)
     try:
         yield Path(tmp)
         if path.exists() and not force:  # appeared while we were working
@@ -414,6 +458,8 @@ def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        _WRITING.discard(entry)
 
 
 def _text_out(col: np.ndarray) -> np.ndarray:

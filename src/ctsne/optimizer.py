@@ -52,21 +52,25 @@ class RunResult:
 class _StopRequest:
     """First Ctrl-C asks the loop to stop after the current iteration; a second one aborts.
 
-    A KeyboardInterrupt raised while a numba kernel runs comes out as a SystemError, and
-    one raised mid-update would leave ``Y`` half-stepped; a flag avoids both.
+    The handler only sets flags and the loop acts on them between iterations: an
+    exception raised from a handler while a numba kernel runs comes out as a SystemError,
+    and one raised mid-update would leave ``Y`` half-stepped. A handler someone else
+    installed (the ``ctsne`` command's) is left in place.
     """
 
     def __init__(self):
         self.requested = False
+        self.abort = False
         self._old = None
 
     def _handler(self, signum, frame):
         if self.requested:
-            raise KeyboardInterrupt
+            self.abort = True
         self.requested = True
 
     def __enter__(self) -> _StopRequest:
-        if threading.current_thread() is threading.main_thread():
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
             self._old = signal.signal(signal.SIGINT, self._handler)
         return self
 
@@ -168,6 +172,8 @@ def gradient_descent(
                         stopped = True
                 if stopped:
                     break
+            if ctrl_c.abort:
+                raise KeyboardInterrupt
             if ctrl_c.requested:
                 interrupted = True
                 break
