@@ -4,17 +4,35 @@ import csv
 import os
 import pickle
 import select
-import shutil
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from test_cli import FAST, N, assert_usage_error, ctsne
 
 from ctsne.cli import main
-from test_cli import FAST, N, assert_usage_error, ctsne, work  # noqa: F401 (fixture)
+from ctsne.datasets import make_synthetic
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """test_cli's synthetic table (N points) and a model saved from it, prior f14."""
+    d = tmp_path_factory.mktemp("robust")
+    data = make_synthetic(N, random_state=3)
+    grp = np.where(np.arange(N) % 3 == 0, "left", "right")
+    with open(d / "data.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["name", *data.feature_names, "f14", "f56", "grp"])
+        for i in range(N):
+            w.writerow([f"p{i}", *data.X[i], data.f14[i], data.f56[i], grp[i]])
+    res = ctsne("embed", "data.csv", "--id", "name", "--prior", "f14", "-o", "emb.csv",
+                "--save-model", "model.pkl", *FAST, "-q", cwd=d)
+    assert res.returncode == 0, res.stderr
+    return d, data
 
 
 def test_resume_checks_input_and_applies_the_prior(work, tmp_path, monkeypatch, capsys):
@@ -53,31 +71,37 @@ def test_resume_checks_input_and_applies_the_prior(work, tmp_path, monkeypatch, 
     assert "resuming with the prior grp (the affinities P are kept)" in err
 
 
+def _press_twice(data_csv, out):
+    """``ctsne embed`` in ``out``, Ctrl-C twice once it optimises: (exit code, stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctsne.cli", "embed", str(data_csv), "--id", "name",
+         "--prior", "f14", "-o", "part.csv", "--save-model", "part.pkl", "--plot",
+         "part.png", "--n-iter", "1000000", "--perplexity", "10", "--threads", "1"],
+        cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen, t0 = b"", time.time()
+    for wait_for in (b"KL=", b"stopping after"):
+        # the second press once the first is seen (two at once may arrive as one signal)
+        while wait_for not in seen and time.time() - t0 < 120 and proc.poll() is None:
+            if select.select([proc.stderr], [], [], 1.0)[0]:
+                seen += os.read(proc.stderr.fileno(), 65536)
+        proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, (seen + err).decode()
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_double_ctrl_c_always_exits_130_without_writing(work, tmp_path):
     d, _ = work
-    for run in range(10):
-        out = tmp_path / f"run{run}"
+    outs = [tmp_path / f"run{run}" for run in range(10)]
+    for out in outs:
         out.mkdir()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ctsne.cli", "embed", str(d / "data.csv"), "--id", "name",
-             "--prior", "f14", "-o", "part.csv", "--save-model", "part.pkl", "--plot",
-             "part.png", "--n-iter", "1000000", "--perplexity", "10", "--threads", "1"],
-            cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        seen, t0 = b"", time.time()
-        while b"KL=" not in seen and time.time() - t0 < 120 and proc.poll() is None:
-            if select.select([proc.stderr], [], [], 1.0)[0]:
-                seen += os.read(proc.stderr.fileno(), 65536)
-        proc.send_signal(signal.SIGINT)
-        # the second press once the first is seen (two at once may arrive as one signal)
-        while b"stopping after" not in seen and time.time() - t0 < 120:
-            if select.select([proc.stderr], [], [], 1.0)[0]:
-                seen += os.read(proc.stderr.fileno(), 65536)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-        err = (seen + err).decode()
-        assert proc.returncode == 130, (run, err[-2000:])
+    # five at a time: the runs mostly wait (start-up, then the presses)
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        results = list(pool.map(lambda out: _press_twice(d / "data.csv", out), outs))
+    for run, ((code, err), out) in enumerate(zip(results, outs, strict=True)):
+        assert code == 130, (run, err[-2000:])
         assert "Traceback" not in err and "Error" not in err, (run, err[-2000:])
+        assert "interrupted; no partial files were left" in err, (run, err[-2000:])
         assert os.listdir(out) == [], (run, os.listdir(out))
 
 
