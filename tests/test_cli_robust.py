@@ -79,9 +79,10 @@ def _press_twice(data_csv, out):
          "part.png", "--n-iter", "1000000", "--perplexity", "10", "--threads", "1"],
         cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen, t0 = b"", time.time()
-    for wait_for in (b"KL=", b"stopping after"):
+    for wait_for, limit in ((b"KL=", 120), (b"stopping after", 5)):
         # the second press once the first is seen (two at once may arrive as one signal)
-        while wait_for not in seen and time.time() - t0 < 120 and proc.poll() is None:
+        t0 = time.time()
+        while wait_for not in seen and time.time() - t0 < limit and proc.poll() is None:
             if select.select([proc.stderr], [], [], 1.0)[0]:
                 seen += os.read(proc.stderr.fileno(), 65536)
         proc.send_signal(signal.SIGINT)

@@ -29,7 +29,7 @@ def embed(args) -> int:
     outputs = [io.check_output(args.output, args.force, DATA_OUT)]
     if args.plot:
         outputs.append(io.check_output(args.plot, args.force, FIGURES))
-        if (args.dims or 2) < 2:
+        if args.dims is not None and args.dims < 2:
             raise io.DataError("--plot needs --dims 2 or more")
     if args.save_model:
         outputs.append(io.check_output(args.save_model, args.force))
@@ -75,8 +75,9 @@ def _embed(args, ctrl_c: CtrlC) -> int:
         # warns about an uninformative prior, once
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            make_prior(prior, len(feats.X), beta=None if args.alpha else (args.beta or 0.01),
-                       alpha=args.alpha, combine=args.combine or "joint")
+            make_prior(prior, len(feats.X), beta=None if args.alpha is not None else
+                       (0.01 if args.beta is None else args.beta), alpha=args.alpha,
+                       combine=args.combine or "joint")
     for note in feats.notes:
         _note(args, f"note: {note}")
     for name, col in zip(args.prior, prior or [], strict=False):
@@ -149,7 +150,8 @@ def _fit(args, X, prior, ctrl_c: CtrlC):
             model.optimize(n_iter=args.n_iter)
     else:
         model = ConditionalTSNE(
-            n_components=args.dims or 2, perplexity=args.perplexity or 30.0,
+            n_components=2 if args.dims is None else args.dims,
+            perplexity=30.0 if args.perplexity is None else args.perplexity,
             beta=args.beta, alpha=args.alpha, combine=args.combine or "joint",
             method=args.method or "auto", n_iter=args.n_iter,
             early_exaggeration_iter=(250 if args.exaggeration_iter is None

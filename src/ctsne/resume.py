@@ -28,9 +28,8 @@ def _digest(X: np.ndarray) -> str:
 
 
 def fingerprint(X: np.ndarray, args) -> dict:
-    """What to store with a saved model: the input's shape and hash, the options of P."""
-    return {"shape": tuple(X.shape), "X": _digest(X), "perplexity": args.perplexity or 30.0,
-            "prior": list(args.prior)}
+    """What the CLI stores with a saved model: the input's shape and hash, the priors."""
+    return {"shape": tuple(X.shape), "X": _digest(X), "prior": list(args.prior)}
 
 
 def check_resume(model, X: np.ndarray, args) -> list[str]:
