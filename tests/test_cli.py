@@ -346,3 +346,50 @@ def test_two_priors_as_factors(work, tmp_path, monkeypatch):
     header, _ = read_csv("e.csv")
     assert header == ["id", "ctsne1", "ctsne2", "f14", "f56", "grp"]
     assert b"<svg" in Path("e.svg").read_bytes()
+
+
+def test_score_integration_measures(work, tmp_path, monkeypatch, capsys):
+    # Prior f14 from the embedding file, complement grp from --data; the numbers are
+    # checked against harmonypy's LISI and a direct count of the 10 nearest neighbours.
+    import harmonypy
+
+    d, data = work
+    monkeypatch.chdir(tmp_path)
+    assert main(["score", str(d / "emb.csv"), "--prior", "f14", "--complement", "grp",
+                 "--data", str(d / "data.csv"), "--id", "name", "--knn", "10",
+                 "--lisi-perplexity", "10", "-o", "m.csv"]) == 0
+    out = capsys.readouterr().out
+    assert "iLISI, median" in out and "cross-class agreement" in out
+    header, rows = read_csv("m.csv")
+    assert header == ["label", "embedding", "k", "score", "metric", "random"]
+    got = {r[4]: (r[0], int(r[2]), float(r[3])) for r in rows}
+    Y = io.read_embedding(d / "emb.csv").matrix
+    grp = np.where(np.arange(N) % 3 == 0, "left", "right")
+    ref = harmonypy.compute_lisi(Y, {"f14": data.f14, "grp": grp}, ["f14", "grp"], 10)
+    assert got["ilisi"][:2] == ("f14", 30)
+    assert got["ilisi"][2] == pytest.approx(np.median(ref[:, 0]), abs=1e-4)
+    assert got["clisi"][2] == pytest.approx(np.median(ref[:, 1]), abs=1e-4)
+    d2 = ((Y[:, None] - Y[None]) ** 2).sum(-1)
+    np.fill_diagonal(d2, np.inf)
+    nn = np.argsort(d2, axis=1)[:, :10]
+    cross = data.f14[nn] != data.f14[:, None]
+    agree = cross & (grp[nn] == grp[:, None])
+    has = cross.any(axis=1)
+    assert got["cross_class_coverage"][2] == pytest.approx(has.mean())
+    assert got["cross_class_agreement"][2] == pytest.approx(
+        np.mean(agree[has].sum(1) / cross[has].sum(1)))
+    homog = [float(r[3]) for r in rows if r[4] == "homogeneity"]
+    assert homog == pytest.approx([np.mean(data.f14[nn] == data.f14[:, None]),
+                                   np.mean(grp[nn] == grp[:, None])])
+
+
+def test_score_needs_something_to_score(work, capsys, monkeypatch):
+    d, _ = work
+    monkeypatch.chdir(d)
+    for argv, phrase in ((["score", "emb.csv"], "give --labels, --prior or --complement"),
+                         (["score", "emb.csv", "--prior", "f14", "--plot", "p.png"],
+                          "give --labels too"),
+                         (["score", "emb.csv", "--prior", "f14", "--knn", "0"], "--knn")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and phrase in err[0], err

@@ -92,3 +92,24 @@ def test_iterative(tmp_path):
     for study in ("synthetic", "adult"):
         assert [e["round"] for e in res[study]] == [0, 1]
         assert res[study][1]["factored_out"] == [res[study][0]["next_prior"]]
+
+
+def test_separated_priors(tmp_path):
+    res, files = _run("separated_priors", tmp_path)
+    assert {"separated_priors_embeddings.png", "separated_priors_metrics.png",
+            "separated_priors.json", "separated_priors.md"} <= files
+    assert set(res["datasets"]) == {"synthetic", "digits-scanner", "digits-shifted"}
+    for ds in res["datasets"].values():
+        runs = ds["runs"]
+        assert {"input", "t-SNE", "ct-SNE"} <= set(runs)
+        # the batches separate the input space: little of P's mass crosses them
+        cm = ds["p_cross_mass"]
+        assert cm["overall"] < 0.3 * cm["random"]
+        assert len(cm["per_class"]) == ds["n_batches"]
+        # even a short ct-SNE run mixes the batches more than t-SNE does
+        t, ct = runs["t-SNE"]["measures"], runs["ct-SNE"]["measures"]
+        assert ct["prior_homogeneity"] < t["prior_homogeneity"]
+        assert ct["ilisi"] > t["ilisi"]
+        assert 1.0 <= t["ilisi"] <= ds["n_batches"] and 0.0 <= ct["cross_coverage"] <= 1.0
+    text = (tmp_path / "separated_priors.md").read_text()
+    assert "| ct-SNE |" in text and "## digits-scanner" in text

@@ -7,6 +7,7 @@ Examples
     ctsne embed data.csv --prior gender -o emb.csv --plot emb.png --marker ethnicity
     ctsne rank data.csv --embedding emb.csv --cluster kmeans:8 --cluster-id 3
     ctsne score tsne.csv emb.csv --labels gender --k 10:100:10 --plot scores.png
+    ctsne score tsne.csv emb.csv --prior batch --complement cell_type
     ctsne demo -o ctsne-demo
 
 Exit codes: 0 success; 2 a usage or data error (one line on stderr, nothing written);
@@ -157,10 +158,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="Laplacian score curves of labels in embeddings",
                        description="Normalised Laplacian score (paper Eq. 7) of each label "
                        "in each embedding, for several k: low means neighbours share the "
-                       "label (it is visible), near the random level means it is not.")
+                       "label (it is visible), near the random level means it is not. "
+                       "With --prior / --complement: how well the prior's classes mix "
+                       "(kNN homogeneity, iLISI) and whether the complementary label stays "
+                       "visible across them (homogeneity, cLISI, cross-class agreement).")
     p.add_argument("embeddings", nargs="+", metavar="EMB")
-    p.add_argument("--labels", action="append", required=True, metavar="COL",
+    p.add_argument("--labels", action="append", default=[], metavar="COL",
                    help="label column (of EMB, or of --data); repeat for several")
+    p.add_argument("--prior", action="append", default=[], metavar="COL",
+                   help="a factored-out label: its kNN homogeneity and iLISI (median LISI; "
+                   "1 unmixed, the number of classes perfectly mixed); repeat for several")
+    p.add_argument("--complement", action="append", default=[], metavar="COL",
+                   help="a label the embedding should keep: its kNN homogeneity, cLISI "
+                   "(1 pure) and, with --prior, cross-class neighbour agreement")
+    p.add_argument("--knn", type=int, default=10, metavar="K", help="neighbours for the "
+                   "homogeneity and cross-class agreement of --prior/--complement "
+                   "(default 10)")
+    p.add_argument("--lisi-perplexity", type=float, default=30.0, metavar="P",
+                   help="perplexity of the LISI kernel (default 30; 3P neighbours)")
     p.add_argument("--k", default="10:100:10", metavar="SPEC", help="neighbourhood sizes: "
                    "START:STOP:STEP (inclusive), a list 10,30,50, or one number "
                    "(default 10:100:10)")
@@ -170,8 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: file names)")
     p.add_argument("--coords", nargs="+", metavar="COL", help="coordinate columns of EMB")
     p.add_argument("-o", "--output", metavar="TABLE", help="write the scores (.csv .tsv "
-                   ".parquet)")
-    p.add_argument("--plot", metavar="IMAGE", help="draw the score curves")
+                   ".parquet): label, embedding, k, score; with --prior/--complement also "
+                   "metric and random (the value for random labels)")
+    p.add_argument("--plot", metavar="IMAGE", help="draw the Laplacian score curves")
     _common(p, "no notes")
     _data_options(p, features=False)
     p.set_defaults(func="score")
