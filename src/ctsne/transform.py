@@ -95,45 +95,71 @@ def _build_tree(Y, leaf_size):
     return perm, start[:n_nodes], stop[:n_nodes], child[:n_nodes], com[:n_nodes], diam2[:n_nodes]
 
 
-@numba.njit(parallel=True, cache=True)
-def _query_tree(Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z):
+@numba.njit(cache=True, inline="always")
+def _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, stack, f):
     """Add ``coef·Σ_j t_ij² (y_i − y_j)`` to F[i] and ``coef·Σ_j t_ij`` to Z[i]."""
-    m, d = Yq.shape
-    for i in numba.prange(m):
-        stack = np.empty(128, dtype=np.int64)  # depth ≤ log2(n) + 1; two entries per level
-        stack[0] = 0
-        top = 1
-        z = 0.0
-        f = np.zeros(d)
-        while top > 0:
-            top -= 1
-            v = stack[top]
-            if child[v] < 0:
-                for p in range(start[v], stop[v]):
-                    r2 = 0.0
-                    for k in range(d):
-                        r2 += (Yq[i, k] - Ys[p, k]) ** 2
-                    t = 1.0 / (1.0 + r2)
-                    z += t
-                    for k in range(d):
-                        f[k] += t * t * (Yq[i, k] - Ys[p, k])
-                continue
-            r2 = 0.0
-            for k in range(d):
-                r2 += (Yq[i, k] - com[v, k]) ** 2
-            if diam2[v] < theta2 * r2:
-                cnt = stop[v] - start[v]
-                t = 1.0 / (1.0 + r2)
-                z += cnt * t
+    d = Yq.shape[1]
+    stack[0] = 0
+    top = 1
+    z = 0.0
+    f[:] = 0.0
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        if child[v] < 0:
+            for p in range(start[v], stop[v]):
+                r2 = 0.0
                 for k in range(d):
-                    f[k] += cnt * t * t * (Yq[i, k] - com[v, k])
-            else:
-                stack[top] = child[v]
-                stack[top + 1] = child[v] + 1
-                top += 2
-        Z[i] += coef * z
+                    r2 += (Yq[i, k] - Ys[p, k]) ** 2
+                t = 1.0 / (1.0 + r2)
+                z += t
+                for k in range(d):
+                    f[k] += t * t * (Yq[i, k] - Ys[p, k])
+            continue
+        r2 = 0.0
         for k in range(d):
-            F[i, k] += coef * f[k]
+            r2 += (Yq[i, k] - com[v, k]) ** 2
+        if diam2[v] < theta2 * r2:
+            cnt = stop[v] - start[v]
+            t = 1.0 / (1.0 + r2)
+            z += cnt * t
+            for k in range(d):
+                f[k] += cnt * t * t * (Yq[i, k] - com[v, k])
+        else:
+            stack[top] = child[v]
+            stack[top + 1] = child[v] + 1
+            top += 2
+    Z[i] += coef * z
+    for k in range(d):
+        F[i, k] += coef * f[k]
+
+
+# The tree's depth is at most log2(n) + 1 and the walk keeps two entries per level.
+_STACK = 130
+
+
+@numba.njit(parallel=True, cache=True)
+def _query_parallel(Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, n_chunks):
+    m, d = Yq.shape
+    for c in numba.prange(n_chunks):
+        stack = np.empty(_STACK, dtype=np.int64)
+        f = np.empty(d)
+        for i in range(c * m // n_chunks, (c + 1) * m // n_chunks):
+            _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z,
+                         stack, f)
+
+
+@numba.njit(cache=True)
+def _query_serial(Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z):
+    stack = np.empty(_STACK, dtype=np.int64)
+    f = np.empty(Yq.shape[1])
+    for i in range(Yq.shape[0]):
+        _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, stack, f)
+
+
+# Below this many query points one thread does the walk: waking the thread pool costs
+# more than it saves, and much more on a machine busy with other work.
+_PARALLEL_FROM = 1000
 
 
 class _Tree:
@@ -145,8 +171,12 @@ class _Tree:
         self.Ys = np.ascontiguousarray(Y[perm], dtype=np.float64)
 
     def add(self, Yq, theta, coef, F, Z) -> None:
-        _query_tree(Yq, self.Ys, self.start, self.stop, self.child, self.com, self.diam2,
-                    float(theta) ** 2, float(coef), F, Z)
+        args = (Yq, self.Ys, self.start, self.stop, self.child, self.com, self.diam2,
+                float(theta) ** 2, float(coef), F, Z)
+        if len(Yq) < _PARALLEL_FROM:
+            _query_serial(*args)
+        else:
+            _query_parallel(*args, 8 * numba.get_num_threads())
 
 
 # ----------------------------------------------------------------------------- prior
