@@ -15,7 +15,8 @@ import ctsne
 from ctsne.metrics import knn_label_homogeneity
 
 matplotlib.use("Agg")
-QUICK = {"n_iter": 0, "early_exaggeration_iter": 0, "random_state": 0, "n_jobs": 1}  # P and the start
+# no iterations: P and the start only
+QUICK = {"n_iter": 0, "early_exaggeration_iter": 0, "random_state": 0, "n_jobs": 1}
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,13 @@ def embed(args) -> int:
     from . import io
     from .features import prepare_features
 
+    if args.reference:
+        from .embed_reference import place
+
+        return place(args)
+    if args.with_reference:
+        raise io.DataError("--with-reference needs --reference MODEL")
+
     outputs = [io.check_output(args.output, args.force, DATA_OUT)]
     if args.plot:
         outputs.append(io.check_output(args.plot, args.force, FIGURES))
@@ -77,6 +84,11 @@ def embed(args) -> int:
     if args.save_model:
         import pickle
 
+        import numpy as np
+
+        # what ctsne embed --reference needs to line up a new table's columns
+        model.feature_names_in_ = np.asarray(feats.names, dtype=object)
+        model.standardized_ = bool(args.standardize)
         with io.atomic_path(args.save_model, args.force) as tmp, open(tmp, "wb") as fh:
             pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
     if args.plot:
