@@ -21,7 +21,7 @@ _LAZY = {
     "make_prior": "prior",
 }
 _SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "io", "features",
-               "cli"}
+               "cli", "tl", "pl"}
 
 __all__ = [
     "ConditionalTSNE",

@@ -5,6 +5,7 @@ Examples
 ::
 
     ctsne embed data.csv --prior gender -o emb.csv --plot emb.png --marker ethnicity
+    ctsne embed new.csv --prior gender --reference model.pkl -o new_emb.csv
     ctsne rank data.csv --embedding emb.csv --cluster kmeans:8 --cluster-id 3
     ctsne score tsne.csv emb.csv --labels gender --k 10:100:10 --plot scores.png
     ctsne score tsne.csv emb.csv --prior batch --complement cell_type
@@ -121,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="MODEL", help="continue optimising a model saved with "
                    "--save-model on the same INPUT (checked); --prior, --beta/--alpha and "
                    "--method may change, the affinities are kept (only load files you trust)")
+    p.add_argument("--reference", metavar="MODEL", help="place INPUT's rows into the map of "
+                   "a model saved with --save-model, without moving it (--prior: the new rows' "
+                   "labels in the model's prior columns; the fitting options are ignored)")
+    p.add_argument("--with-reference", action="store_true", help="with --reference: also "
+                   "write the map's own points (column 'set': reference / new)")
     p.add_argument("--plot", metavar="IMAGE", help="also draw the embedding (.png .svg .pdf)")
     p.add_argument("--color", metavar="COL", help="colour the plot by COL (default: the "
                    "first prior)")

@@ -26,6 +26,13 @@ def _note(args, message: str) -> None:
 def embed(args) -> int:
     from . import io
 
+    if args.reference:
+        from .embed_reference import place
+
+        return place(args)
+    if args.with_reference:
+        raise io.DataError("--with-reference needs --reference MODEL")
+
     outputs = [io.check_output(args.output, args.force, DATA_OUT)]
     if args.plot:
         outputs.append(io.check_output(args.plot, args.force, FIGURES))
@@ -94,9 +101,14 @@ def _embed(args, ctrl_c: CtrlC) -> int:
     if args.save_model:
         import pickle
 
+        import numpy as np
+
         from .resume import ATTR, fingerprint
 
         setattr(model, ATTR, fingerprint(feats.X, args))
+        # what ctsne embed --reference needs to line up a new table's columns
+        model.feature_names_in_ = np.asarray(feats.names, dtype=object)
+        model.standardized_ = bool(args.standardize)
         with io.atomic_path(args.save_model, args.force) as tmp, open(tmp, "wb") as fh:
             pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
         ctrl_c.written.append(str(args.save_model))

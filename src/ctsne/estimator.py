@@ -139,6 +139,12 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         the optimisation on the attraction and the repulsion.
     interrupted_ : bool
         True when Ctrl-C stopped the last optimisation; ``embedding_`` is then partial.
+    perplexity_ : float
+        The perplexity used (below ``perplexity`` only with too few precomputed ``knn``).
+    training_data_ : ndarray (n, p)
+        The fitted X, kept for :meth:`transform` (the array itself when X was already a
+        float64 array, else its float64 copy). It is pickled with the model; delete the
+        attribute to save a smaller model that cannot place new points.
     """
 
     def __init__(
@@ -238,12 +244,12 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                              f"alpha={self.alpha!r}): the other follows from the class sizes")
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, prior=None) -> ConditionalTSNE:
+    def fit(self, X, prior=None, *, knn=None) -> ConditionalTSNE:
         """Embed ``X`` factoring out ``prior``; see :meth:`fit_transform`."""
-        self.fit_transform(X, prior)
+        self.fit_transform(X, prior, knn=knn)
         return self
 
-    def fit_transform(self, X, prior=None, y=None) -> np.ndarray:
+    def fit_transform(self, X, prior=None, y=None, *, knn=None) -> np.ndarray:
         """Embed ``X`` (n, p) factoring out ``prior`` and return the embedding.
 
         Parameters
@@ -253,12 +259,21 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             The known structure to factor out; any hashable values. ``None`` is t-SNE.
             (Second positional argument, so the estimator works in a Pipeline.)
         y : ignored
+        knn : (indices, distances), optional
+            Precomputed neighbours of X's rows, each (n, k), self left out (e.g. from
+            :func:`ctsne.precomputed.knn_from_graph`): P is calibrated on them instead of
+            searching. With k < 3·perplexity the perplexity is lowered to k/3, with a
+            warning; ``perplexity_`` holds the value used.
         """
         X = _check_X(X)
         n = X.shape[0]
         self._check_params(n)
         check_spread(X)
         beta = 0.01 if self.beta is None and self.alpha is None else self.beta
+        if knn is not None:
+            from .precomputed import check_knn
+
+            knn = check_knn(knn, n)
         self.prior_ = make_prior(prior, n, beta=beta, alpha=self.alpha,
                                  combine=self.combine, missing=self.missing)
         classes = None
@@ -276,7 +291,13 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
 
         with _threads(self.n_jobs):
             t0 = time.perf_counter()
-            self.P_ = self._affinities(X)
+            if knn is None:
+                self.P_, self.perplexity_ = self._affinities(X), float(self.perplexity)
+            else:
+                from .precomputed import knn_affinities
+
+                self.P_, self.perplexity_ = knn_affinities(*knn, self.perplexity)
+            self.training_data_ = X
             self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
             self.embedding_ = Y0
             self._state = OptimizerState.fresh(Y0.shape)
@@ -379,3 +400,50 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         """KL(P‖R) of ``Y`` (default: the current embedding) under the fitted P and prior."""
         return float(self._gradient().kl(self.embedding_ if Y is None else
                                          np.asarray(Y, dtype=np.float64)))
+
+    def transform(self, X_new, prior_new=None, *, perplexity: float = 5.0, n_iter: int = 250,
+                  theta: float = 0.5) -> np.ndarray:
+        """Place new points into the fitted map without moving it.
+
+        Each new point is attracted to its ``3·perplexity`` nearest training points and
+        repelled by all of them, with the conditional pair weights of the fitted prior;
+        new points do not interact. See :mod:`ctsne.transform` for the objective.
+        ``fit_transform`` remains the fitting path.
+
+        Parameters
+        ----------
+        X_new : array-like (m, n_features_in_)
+        prior_new : labels (m,) or (m, c), optional
+            The new points' labels in the fitted prior's columns. A label unseen in
+            training is a class of its own (weight β' to every training point); leaving
+            it out (for a model fitted with a prior) gives every pair β', with a warning.
+        perplexity : float, default 5
+            Of the new points' affinities (a low value places points more locally; 5
+            is openTSNE's choice as well).
+        n_iter : int, default 250
+        theta : float, default 0.5
+            Barnes-Hut opening angle of the repulsion from the training points (0: exact).
+
+        Returns
+        -------
+        ndarray (m, n_components)
+        """
+        from sklearn.exceptions import NotFittedError
+
+        from .transform import place_points
+
+        if not hasattr(self, "embedding_"):
+            raise NotFittedError("transform() places points into a fitted map; call fit() "
+                                 "or fit_transform() first")
+        if not hasattr(self, "training_data_"):
+            raise NotFittedError("this model no longer holds its training data "
+                                 "(training_data_), which transform() needs; refit it")
+        X_new = _check_X(X_new)
+        if X_new.shape[1] != self.n_features_in_:
+            raise ValueError(f"X_new has {X_new.shape[1]} features but the model was fitted "
+                             f"on {self.n_features_in_}; give the same features, in the same "
+                             "order")
+        with _threads(self.n_jobs):
+            return place_points(self.training_data_, self.embedding_, X_new, self.prior_,
+                                prior_new, perplexity=perplexity, n_iter=n_iter, theta=theta,
+                                metric=self.metric, n_jobs=self.n_jobs)

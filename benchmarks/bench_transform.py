@@ -1,0 +1,127 @@
+"""New points into a fitted map: ctsne's transform beside openTSNE's, on the same map.
+
+    python benchmarks/bench_transform.py              # 100k + 10k
+    python benchmarks/bench_transform.py --n 20000 --new 2000
+
+The reference map and openTSNE's affinities are built first, outside any lock (they are
+not what is timed); the timed transform calls then run holding ``--lock``
+(``/tmp/ctsne-bench.lock``), so they never overlap another benchmark's timing.
+
+Data: bench_vs_opentsne's synthetic set (10 features: 5 clusters in dims 1-4, 4
+sub-clusters in dims 5-6) with 4 more sub-clusters in dims 5-6, the prior. ctsne fits
+the reference map with that prior (so the 5 clusters show), then places the held-out
+points with their prior labels (ct-SNE placement) and without (β' everywhere: plain
+t-SNE placement). openTSNE places the same points into the same map: a TSNEEmbedding
+holding ctsne's reference positions and openTSNE's own affinities of the reference data
+(its transform queries their kNN index), with its defaults (perplexity 5, 250
+iterations). Timed: each ``transform`` call alone, its neighbour search included.
+Quality: 10-NN agreement of the new points' cluster label with their reference
+neighbours in the map. Rows are appended to ``benchmarks/results.jsonl``; ratios are
+ctsne over openTSNE in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_vs_opentsne import _cpu_model, make_data  # noqa: E402
+
+
+def agreement(Y_ref, labels_ref, Y_new, labels_new, k: int = 10) -> float:
+    from sklearn.neighbors import KNeighborsClassifier
+
+    return float(KNeighborsClassifier(k).fit(Y_ref, labels_ref).score(Y_new, labels_new))
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000, help="reference points")
+    ap.add_argument("--new", type=int, default=10_000, help="points to place")
+    ap.add_argument("--ee-iter", type=int, default=250)
+    ap.add_argument("--iters", type=int, default=500)
+    ap.add_argument("--no-opentsne", action="store_true")
+    ap.add_argument("--out", default=str(HERE / "results.jsonl"))
+    ap.add_argument("--lock", default="/tmp/ctsne-bench.lock")
+    a = ap.parse_args(argv)
+
+    from ctsne import ConditionalTSNE
+
+    X, five, _ = make_data(a.n + a.new, 10, seed=0)
+    # the prior: 4 more sub-clusters, offset in dims 5-6
+    rng = np.random.default_rng(1)
+    four = rng.integers(0, 4, len(X))
+    X[:, 4:6] += rng.normal(scale=3.0, size=(4, 2))[four]
+    ref, new = slice(0, a.n), slice(a.n, a.n + a.new)
+    row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+           "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
+           "python": platform.python_version(), "case": f"transform-{a.n}+{a.new}",
+           "note": "shared machine (other helpers' work running)"}
+
+    t0 = time.perf_counter()
+    # one thread for the (untimed) fit: on a machine shared with other work, parallel
+    # kernels wait for descheduled threads; the timed calls use all threads
+    model = ConditionalTSNE(random_state=0, early_exaggeration_iter=a.ee_iter, n_iter=a.iters,
+                            n_jobs=1)
+    model.fit(X[ref], four[ref])
+    model.set_params(n_jobs=None)
+    row["fit_s_unlocked"] = time.perf_counter() - t0
+    Y_ref = model.embedding_
+    half = a.n // 2  # how well the map itself separates the clusters
+    row["ref_agreement_five"] = agreement(Y_ref[:half], five[ref][:half], Y_ref[half:],
+                                          five[ref][half:])
+    model.transform(X[new][:1200], four[new][:1200], n_iter=2)  # compile (serial + parallel)
+    emb = None
+    if not a.no_opentsne:
+        import openTSNE
+        from openTSNE import TSNEEmbedding, affinity
+
+        aff = affinity.PerplexityBasedNN(X[ref], perplexity=30, n_jobs=os.cpu_count(),
+                                         random_state=0)
+        emb = TSNEEmbedding(Y_ref.copy(), aff, n_jobs=os.cpu_count(), random_state=0)
+        emb.transform(X[new][:50], n_iter=2)
+        row["opentsne_version"] = openTSNE.__version__
+    print("map ready; waiting for the lock", a.lock, flush=True)
+
+    import fcntl
+    import warnings
+
+    with open(a.lock, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # only the timed calls hold the lock
+        t0 = time.perf_counter()
+        Y_c = model.transform(X[new], four[new])
+        row["ctsne_prior_s"] = time.perf_counter() - t0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            Y_p = model.transform(X[new])
+            row["ctsne_plain_s"] = time.perf_counter() - t0
+        if emb is not None:
+            t0 = time.perf_counter()
+            Y_o = np.asarray(emb.transform(X[new]))
+            row["opentsne_s"] = time.perf_counter() - t0
+    for name, Y in (("ctsne_prior", Y_c), ("ctsne_plain", Y_p),
+                    *((("opentsne", Y_o),) if emb is not None else ())):
+        row[f"{name}_agreement"] = agreement(Y_ref, five[ref], Y, five[new])
+        row[f"{name}_agreement_sub"] = agreement(Y_ref, four[ref], Y, four[new])
+    if emb is not None:
+        row["ratio_prior_vs_opentsne"] = row["ctsne_prior_s"] / row["opentsne_s"]
+        row["ratio_plain_vs_opentsne"] = row["ctsne_plain_s"] / row["opentsne_s"]
+    print(json.dumps(row), flush=True)
+    with open(a.out, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

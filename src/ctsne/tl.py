@@ -1,0 +1,216 @@
+"""scanpy-style tool: ``ctsne.tl.ctsne(adata, prior="batch")`` (anndata is imported lazily).
+
+Which data is embedded (scanpy's rule for ``use_rep=None``, as in ``sc.tl.tsne``):
+
+* ``layer=`` given: that layer, all its variables;
+* else ``use_rep=`` given: ``adata.obsm[use_rep]``, or ``.X`` for ``use_rep="X"``;
+* else ``.X`` when it has at most 50 variables (scanpy's ``settings.N_PCS``);
+* else ``obsm["X_pca"]`` when present;
+* else an error asking for ``sc.pp.pca(adata)`` or ``use_rep="X"``. scanpy would run a
+  PCA with default settings here; ctsne does not compute one behind the user's back.
+
+Sparse data is densified (float64): that needs ``8·n_obs·n_vars`` bytes, so above
+``DENSE_LIMIT_BYTES`` (2 GiB) it is an error naming the size and the fix (a PCA, or a
+smaller ``use_rep``). A neighbour graph from ``sc.pp.neighbors`` can be reused with
+``neighbors_key=`` (see :func:`ctsne`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+__all__ = ["ctsne", "DENSE_LIMIT_BYTES"]
+
+DENSE_LIMIT_BYTES = 2 << 30
+# scanpy's settings.N_PCS: up to this many variables .X is used directly
+_SMALL_X = 50
+
+
+def _representation(adata, use_rep: str | None, layer: str | None) -> tuple[object, str]:
+    """The matrix to embed and a name for it, by scanpy's rule (module docstring)."""
+    if layer is not None:
+        if use_rep not in (None, "X"):
+            raise ValueError(f"give layer= or use_rep=, not both (layer={layer!r}, "
+                             f"use_rep={use_rep!r})")
+        if layer not in adata.layers:
+            raise KeyError(f"layer {layer!r} is not in adata.layers "
+                           f"(there are: {list(adata.layers.keys())})")
+        return adata.layers[layer], f"layers[{layer!r}]"
+    if use_rep is None:
+        if adata.n_vars <= _SMALL_X:
+            return adata.X, "X"
+        if "X_pca" in adata.obsm:
+            return adata.obsm["X_pca"], "obsm['X_pca']"
+        raise ValueError(
+            f"adata has {adata.n_vars} variables and no obsm['X_pca']; run sc.pp.pca(adata) "
+            "first (scanpy's default representation), or pass use_rep='X' to embed all "
+            "variables, or use_rep= another obsm key")
+    if use_rep == "X":
+        return adata.X, "X"
+    if use_rep not in adata.obsm:
+        raise KeyError(f"use_rep={use_rep!r} is not in adata.obsm (there are: "
+                       f"{list(adata.obsm.keys())}); compute it first or use_rep='X'")
+    return adata.obsm[use_rep], f"obsm[{use_rep!r}]"
+
+
+def _dense(X, name: str) -> np.ndarray:
+    if X is None:
+        raise ValueError(f"adata.{name} is empty")
+    if hasattr(X, "toarray"):
+        size = 8 * X.shape[0] * X.shape[1]
+        if size > DENSE_LIMIT_BYTES:
+            raise MemoryError(
+                f"adata.{name} is sparse, {X.shape[0]} × {X.shape[1]}: densifying it needs "
+                f"{size / 2**30:.1f} GiB; run sc.pp.pca(adata) and use_rep='X_pca' (the "
+                "default when present), or select fewer variables")
+        X = X.toarray()
+    return np.asarray(X, dtype=np.float64)
+
+
+def _prior(adata, prior):
+    if prior is None:
+        return None
+    names = [prior] if isinstance(prior, str) else list(prior)
+    missing = [c for c in names if c not in adata.obs.columns]
+    if missing:
+        raise KeyError(f"prior column(s) {missing} not in adata.obs (there are: "
+                       f"{list(adata.obs.columns)})")
+    return adata.obs[names]
+
+
+def _graph_knn(adata, neighbors_key: str):
+    from .precomputed import knn_from_graph
+
+    key = "neighbors" if neighbors_key is None else neighbors_key
+    if key not in adata.uns:
+        raise KeyError(f"adata.uns has no {key!r}: run sc.pp.neighbors(adata"
+                       + ("" if key == "neighbors" else f", key_added={key!r}") + ") first")
+    dist_key = adata.uns[key].get("distances_key", "distances")
+    if dist_key not in adata.obsp:
+        raise KeyError(f"adata.obsp has no {dist_key!r} (named by uns[{key!r}]); rerun "
+                       "sc.pp.neighbors")
+    return knn_from_graph(adata.obsp[dist_key]), key, dist_key
+
+
+def _jsonable(value):
+    """numpy scalars and arrays, tuples and nested dicts as plain JSON types."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def ctsne(
+    adata,
+    prior: str | list[str] | None = None,
+    use_rep: str | None = None,
+    beta: float | None = None,
+    key_added: str = "X_ctsne",
+    copy: bool = False,
+    layer: str | None = None,
+    neighbors_key: str | None = None,
+    **estimator_kwargs,
+):
+    """Conditional t-SNE of an AnnData, factoring out ``adata.obs`` columns.
+
+    Parameters
+    ----------
+    adata : AnnData
+    prior : str or list of str, optional
+        ``adata.obs`` column(s) to factor out; several columns follow ``combine=``
+        (joint classes by default). None: plain t-SNE.
+    use_rep : str, optional
+        ``obsm`` key, or ``"X"``; default by scanpy's rule (module docstring).
+    beta : float, optional
+        β', the weight of pairs in different prior classes; None is 0.01 unless
+        ``alpha=`` is among the estimator arguments.
+    key_added : str, default "X_ctsne"
+        Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
+        ``sc.pl.embedding(adata, basis=key_added)`` or :func:`ctsne.pl.ctsne`).
+    copy : bool, default False
+        Work on a copy and return it; otherwise modify ``adata`` and return None.
+    layer : str, optional
+        Embed ``adata.layers[layer]`` instead.
+    neighbors_key : str, optional
+        Reuse the neighbour graph of ``sc.pp.neighbors(adata, key_added=...)``
+        (``"neighbors"`` for the default one): P is calibrated on its distances
+        (``obsp[uns[neighbors_key]["distances_key"]]``) instead of searching. The graph
+        must be of the same representation; scanpy's default of 15 neighbours (14 stored)
+        is fewer than perplexity 30 needs (90), so the perplexity is then lowered to k/3
+        with a warning: use ``sc.pp.neighbors(adata, n_neighbors=91)`` for the full one.
+    **estimator_kwargs
+        Passed to :class:`ctsne.ConditionalTSNE` (perplexity, random_state, n_iter, …).
+
+    Returns
+    -------
+    AnnData or None
+        The modified copy with ``copy=True``.
+
+    Notes
+    -----
+    ``adata.uns[key_added]`` is JSON-serialisable: ``params`` (every estimator parameter,
+    plus prior, use_rep, layer, neighbors_key, the representation used), ``kl_divergence``,
+    ``alpha``, ``beta``, ``n_iter``, ``perplexity`` (the one used), ``timings``, and
+    ``prior_mixing`` / ``affinities`` summaries when the estimator provides them.
+    """
+    from .estimator import ConditionalTSNE
+
+    if not (hasattr(adata, "obsm") and hasattr(adata, "obs")):
+        raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
+    if copy:
+        adata = adata.copy()
+    data, source = _representation(adata, use_rep, layer)
+    labels = _prior(adata, prior)
+    knn = graph = None
+    model = ConditionalTSNE(beta=beta, **estimator_kwargs)
+    asked = model.perplexity
+    if neighbors_key is not None:
+        from .precomputed import effective_perplexity
+
+        knn, key, dist_key = _graph_knn(adata, neighbors_key)
+        k = knn[0].shape[1]
+        graph = {"neighbors_key": key, "distances_key": dist_key, "n_neighbors": k}
+        # warn here, naming the graph; the estimator then gets the perplexity it can use
+        model.set_params(perplexity=effective_perplexity(
+            model.perplexity, k, f"the neighbour graph obsp[{dist_key!r}] (uns[{key!r}])"))
+    X = _dense(data, source)
+    t0 = time.perf_counter()
+    Y = model.fit_transform(X, labels, knn=knn)
+    seconds = time.perf_counter() - t0
+
+    adata.obsm[key_added] = Y
+    params = dict(model.get_params())
+    params.pop("callbacks", None)
+    params["perplexity"] = asked  # as asked; record["perplexity"] is the one used
+    params.update(prior=prior, use_rep=use_rep, layer=layer, neighbors_key=neighbors_key,
+                  representation=source)
+    record = {
+        "params": params,
+        "kl_divergence": getattr(model, "kl_divergence_", None),  # unset after 0 iterations
+        "alpha": model.alpha_,
+        "beta": model.beta_,
+        "n_iter": model.n_iter_,
+        "perplexity": model.perplexity_,
+        "timings": {**model.timings_, "total": seconds},
+        "interrupted": model.interrupted_,
+    }
+    if graph is not None:
+        record["neighbor_graph"] = graph
+    mixing = getattr(model, "prior_mixing_", None)
+    if mixing is not None and hasattr(mixing, "to_dict"):
+        record["prior_mixing"] = mixing.to_dict()
+    affinities = getattr(model, "affinities_", None)
+    if affinities is not None:
+        record["affinities"] = (affinities.to_dict() if hasattr(affinities, "to_dict")
+                                else repr(affinities))
+    adata.uns[key_added] = _jsonable(record)
+    return adata if copy else None
