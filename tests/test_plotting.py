@@ -219,3 +219,24 @@ def test_comparison_titles_give_each_priors_score():
     # the same label has the same colour in both panels
     for c0, c1 in zip(fig.axes[0].collections, fig.axes[1].collections, strict=True):
         np.testing.assert_array_equal(c0.get_facecolors(), c1.get_facecolors())
+
+
+def test_saved_figure_holds_every_legend(tmp_path):
+    """Long labels in the first of two legends are not cut off by ``bbox_inches="tight"``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    rng = np.random.default_rng(2)
+    names = np.array(["CD4+/CD45RA+/CD25- Naive T", "CD14+ Monocyte", "Dendritic"])
+    lab = names[rng.integers(0, 3, 200)]
+    fig = plotting.plot_embeddings([rng.normal(size=(200, 2))] * 2, lab, lab == "Dendritic",
+                                   color_name="cell type", marker_name="m")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    tight = fig.get_tightbbox(renderer)  # what savefig(bbox_inches="tight") keeps, in inches
+    ax = fig.axes[1]
+    legends = [a for a in [*ax.artists, ax.get_legend()] if a is not None]
+    assert len(legends) == 2
+    for leg in legends:
+        box = leg.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())
+        assert box.x1 <= tight.x1 + 1e-6 and box.y0 >= tight.y0 - 1e-6, (box, tight)

@@ -255,6 +255,8 @@ def _legends(ax, cspec: _ColorSpec, marker_name, mlevels, highlights, bar_axes) 
                         title_fontsize="small")
         if k < len(groups) - 1:  # ax.legend() replaces the last legend; keep this one
             ax.add_artist(leg)
+            # add_artist clips to the axes, which also hides it from bbox_inches="tight"
+            leg.set_clip_on(False)
         y -= 0.06 * (len(handles) + 1.5)
     if cspec.continuous:
         from matplotlib.cm import ScalarMappable
@@ -397,17 +399,22 @@ def plot_comparison(tsne: np.ndarray, ctsne: np.ndarray, priors: Mapping[str, An
     Returns
     -------
     matplotlib.figure.Figure
-        Two panels titled "t-SNE" and "ct-SNE (prior ...)", each with a second line
-        "Laplacian score <k>-NN: <prior> <score>, ...".
+        Two panels titled "t-SNE" and "ct-SNE (prior ...)", then
+        "Laplacian score <k>-NN: <prior> <score>, ..." (two priors per line).
     """
     names = " & ".join(str(p) for p in priors)
     panels = {}
     for title, Y in (("t-SNE", tsne), (f"ct-SNE (prior {names})", ctsne)):
         scores = prior_scores(Y, priors, k)
         kk = min(int(k), len(_check_Y(Y)) - 1)
-        panels[f"{title}\nLaplacian score {kk}-NN: "
-               + ", ".join(f"{p} {v:.3f}" for p, v in scores.items())] = Y
-    return plot_embeddings(panels, color, marker, **kwargs)
+        items = [f"{p} {v:.3f}" for p, v in scores.items()]
+        # two priors per line keep the titles of neighbouring panels apart
+        lines = [", ".join(items[i:i + 2]) for i in range(0, len(items), 2)]
+        panels[f"{title}\nLaplacian score {kk}-NN: " + ",\n".join(lines)] = Y
+    fig = plot_embeddings(panels, color, marker, **kwargs)
+    for ax in fig.axes[:2]:
+        ax.title.set_fontsize("medium")
+    return fig
 
 
 def plot_scores(ks: Sequence[int], scores: Mapping[str, Mapping[str, Sequence[float]]],
