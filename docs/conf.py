@@ -134,7 +134,17 @@ def _cli_help(app) -> None:
     (GENERATED / "cli_help.rst").write_text("\n".join(parts))
 
 
+def _scanpy_api(app) -> None:
+    """The page of ``ctsne.tl`` / ``ctsne.pl``, or a note while they are not installed."""
+    present = [m for m in ("ctsne.tl", "ctsne.pl") if importlib.util.find_spec(m)]
+    text = "".join(f".. automodule:: {m}\n   :members:\n\n" for m in present) or (
+        "``ctsne.tl`` and ``ctsne.pl`` are not part of this installation.\n")
+    GENERATED.mkdir(exist_ok=True)
+    (GENERATED / "api_scanpy.rst").write_text(text)
+
+
 def setup(app):
+    app.connect("builder-inited", _scanpy_api)
     app.connect("builder-inited", _report)
     app.connect("builder-inited", _cli_help)
     if os.environ.get("CTSNE_DOCS_SKIP_TUTORIALS") != "1":

@@ -294,8 +294,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         ConditionalTSNE
             A new fitted model with ``prior_ = None``; this model is unchanged.
         """
-        if not hasattr(self, "P_"):
-            raise RuntimeError("tsne_counterpart() needs a fitted model; call fit() first")
+        if not hasattr(self, "initial_embedding_"):
+            raise RuntimeError("tsne_counterpart() needs a model fitted by this version of "
+                               "ctsne; call fit() first")
         plain = clone(self).set_params(callbacks=None)
         plain.prior_ = None
         plain.alpha_ = plain.beta_ = 1.0
