@@ -393,3 +393,73 @@ def test_score_needs_something_to_score(work, capsys, monkeypatch):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and phrase in err[0], err
+
+
+def test_embed_compare_draws_tsne_from_the_same_p_and_start(work, tmp_path, monkeypatch):
+    from ctsne import ConditionalTSNE, commands, plotting  # noqa: F401  (commands: loaded)
+
+    d, data = work
+    monkeypatch.chdir(tmp_path)
+    seen = {}
+    real_compare, real_save = plotting.plot_comparison, plotting.save_figure
+
+    def spy_compare(tsne, ctsne_, priors, *a, **k):
+        seen["tsne"], seen["ctsne"] = tsne.copy(), ctsne_.copy()
+        return real_compare(tsne, ctsne_, priors, *a, **k)
+
+    def spy_save(fig, path, force=False):
+        seen["fig"] = fig
+        return real_save(fig, path, force)
+
+    monkeypatch.setattr(plotting, "plot_comparison", spy_compare)
+    monkeypatch.setattr(plotting, "save_figure", spy_save)
+    assert main(["embed", str(d / "data.csv"), "--id", "name", "--columns", "x*", "--prior",
+                 "f14", "-o", "c.csv", "--plot", "c.png", "--compare", "--marker", "f56",
+                 "--save-model", "m.pkl", *FAST, "-q"]) == 0
+    assert Path("c.png").read_bytes()[:4] == b"\x89PNG"
+    header, rows = read_csv("c.csv")
+    Y = np.array([[float(r[1]), float(r[2])] for r in rows])
+    np.testing.assert_array_equal(Y, seen["ctsne"])
+
+    # the t-SNE panel: a plain fit of the same features from the ct-SNE's start
+    with open("m.pkl", "rb") as fh:
+        model = pickle.load(fh)
+    params = {k: v for k, v in model.get_params().items() if k not in ("callbacks", "verbose")}
+    plain = ConditionalTSNE(**{**params, "init": model.initial_embedding_})
+    np.testing.assert_array_equal(plain.fit_transform(data.X, None), seen["tsne"])
+
+    titles = [ax.get_title() for ax in seen["fig"].axes[:2]]
+    assert [t.splitlines()[0] for t in titles] == ["t-SNE", "ct-SNE (prior f14)"]
+    s_tsne = laplacian_score(plain.embedding_, data.f14, k=30)
+    s_ctsne = laplacian_score(Y, data.f14, k=30)
+    assert titles[0].splitlines()[1] == f"Laplacian score 30-NN: f14 {s_tsne:.3f}"
+    assert titles[1].splitlines()[1] == f"Laplacian score 30-NN: f14 {s_ctsne:.3f}"
+    assert s_ctsne > s_tsne  # the prior was factored out (a short run: a small margin)
+
+
+@pytest.mark.parametrize("extra, phrase", [
+    (["--marker", "many"], "--marker column 'many' has 12 values; markers are told apart for "
+                           "at most 10"),
+    (["--compare"], "--compare draws t-SNE beside ct-SNE: it needs --plot and --prior"),
+])
+def test_plot_options_fail_before_the_work(work, tmp_path, monkeypatch, capsys, extra, phrase):
+    from ctsne import commands
+
+    d, data = work
+    with open(d / "data.csv") as src, open(tmp_path / "m.csv", "w") as dst:
+        for i, line in enumerate(src):
+            dst.write(line.rstrip("\n") + ("," + ("many" if i == 0 else str(i % 12))) + "\n")
+    monkeypatch.chdir(tmp_path)
+
+    def no_fit(*a, **k):
+        raise AssertionError("the embedding started")
+
+    monkeypatch.setattr(commands, "_fit", no_fit)
+    t0 = time.perf_counter()
+    plot = ["--plot", "m.png"] if "--compare" not in extra else []
+    assert main(["embed", "m.csv", "--id", "name", "--exclude", "many", "-o", "m.npz",
+                 "--save-model", "m.pkl", *plot, *extra, "-q"]) == 2
+    assert time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and phrase in err[0], err
+    assert sorted(os.listdir(tmp_path)) == ["m.csv"]  # nothing written, no temporary files

@@ -144,3 +144,99 @@ def test_pyplot_figures_when_pyplot_is_in_use(data):
     ax = plotting.plot_embedding(data["Y"])
     assert ax.figure.number in plt.get_fignums()
     plt.close(ax.figure)
+
+
+def _bar_and_legends(fig):
+    """Window extents (after drawing) of the colour bar, with its label, and the legends."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.legend import Legend
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    legends = [a for ax in fig.axes for a in [*ax.artists, ax.get_legend()]
+               if isinstance(a, Legend)]
+    return ([b.get_tightbbox(renderer) for b in bars],
+            [leg.get_window_extent(renderer) for leg in legends])
+
+
+@pytest.mark.parametrize("panels", [1, 2])
+def test_marker_legend_clear_of_the_colour_bar(data, panels):
+    """A colour scale with a marker label (``--color x0 --marker g``): nothing overlaps."""
+    if panels == 1:
+        fig = plotting.plot_embedding(data["Y"], data["Y"][:, 0], data["marker"],
+                                      color_name="x0", marker_name="g").figure
+    else:
+        fig = plotting.plot_embeddings([data["Y"], data["Y2"]], data["Y"][:, 0],
+                                       data["marker"], color_name="x0", marker_name="g")
+    bars, legends = _bar_and_legends(fig)
+    assert len(bars) == 1 and len(legends) == 1
+    assert bars[0].width > 0 and legends[0].width > 0
+    assert not bars[0].overlaps(legends[0]), (bars[0], legends[0])
+    # nor does either sit on a panel
+    for ax in fig.axes[:panels]:
+        assert not ax.get_window_extent().overlaps(legends[0])
+        assert not ax.get_window_extent().overlaps(bars[0])
+
+
+def _laplacian_reference(Y, labels, k):
+    """The normalised Laplacian score from its definition, with a dense O(n²) kNN graph."""
+    n = len(Y)
+    d = ((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(d, np.inf)
+    A = np.zeros((n, n))
+    A[np.arange(n)[:, None], np.argsort(d, axis=1, kind="stable")[:, :k]] = 1.0
+    W = (A + A.T) / 2
+    score = 0.0
+    for lab in set(labels.tolist()):
+        f = (labels == lab).astype(float)
+        cut = f @ (np.diag(W.sum(1)) - W) @ f
+        score += f.sum() / n * cut / (f @ W.sum(1))
+    return score
+
+
+def test_comparison_titles_give_each_priors_score():
+    rng = np.random.default_rng(4)
+    n = 120
+    batch = np.array(["b1", "b2", "b3"])[rng.integers(0, 3, n)]
+    donor = rng.integers(0, 2, n)
+    # t-SNE: one blob per batch (batch visible, score 0); ct-SNE: batches mixed
+    centres = {"b1": (0, 0), "b2": (40, 0), "b3": (0, 40)}
+    tsne = np.array([centres[b] for b in batch]) + rng.normal(size=(n, 2))
+    ctsne = rng.normal(size=(n, 2))
+    fig = plotting.plot_comparison(tsne, ctsne, {"batch": batch, "donor": donor},
+                                   color=batch, marker=donor, k=10, color_name="batch")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(titles) == 2
+    assert titles[0].splitlines()[0] == "t-SNE"
+    assert titles[1].splitlines()[0] == "ct-SNE (prior batch & donor)"
+    for title, Y in zip(titles, (tsne, ctsne), strict=True):
+        want = ", ".join(f"{name} {_laplacian_reference(Y, lab, 10):.3f}"
+                         for name, lab in (("batch", batch), ("donor", donor)))
+        assert title.splitlines()[1] == f"Laplacian score 10-NN: {want}"
+    assert titles[0].splitlines()[1].startswith("Laplacian score 10-NN: batch 0.000")
+    # the same label has the same colour in both panels
+    for c0, c1 in zip(fig.axes[0].collections, fig.axes[1].collections, strict=True):
+        np.testing.assert_array_equal(c0.get_facecolors(), c1.get_facecolors())
+
+
+def test_saved_figure_holds_every_legend(tmp_path):
+    """Long labels in the first of two legends are not cut off by ``bbox_inches="tight"``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    rng = np.random.default_rng(2)
+    names = np.array(["CD4+/CD45RA+/CD25- Naive T", "CD14+ Monocyte", "Dendritic"])
+    lab = names[rng.integers(0, 3, 200)]
+    fig = plotting.plot_embeddings([rng.normal(size=(200, 2))] * 2, lab, lab == "Dendritic",
+                                   color_name="cell type", marker_name="m")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    tight = fig.get_tightbbox(renderer)  # what savefig(bbox_inches="tight") keeps, in inches
+    ax = fig.axes[1]
+    legends = [a for a in [*ax.artists, ax.get_legend()] if a is not None]
+    assert len(legends) == 2
+    for leg in legends:
+        box = leg.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())
+        assert box.x1 <= tight.x1 + 1e-6 and box.y0 >= tight.y0 - 1e-6, (box, tight)

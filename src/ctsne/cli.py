@@ -130,7 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="IMAGE", help="also draw the embedding (.png .svg .pdf)")
     p.add_argument("--color", metavar="COL", help="colour the plot by COL (default: the "
                    "first prior)")
-    p.add_argument("--marker", metavar="COL", help="marker shape by COL (≤ 10 values)")
+    p.add_argument("--marker", metavar="COL", help="marker shape by COL (at most 10 values; "
+                   "checked before the embedding starts)")
+    p.add_argument("--compare", action="store_true", help="with --plot and --prior: draw "
+                   "plain t-SNE (same affinities, same start) beside the ct-SNE, with the "
+                   "Laplacian score of each prior in the titles (about doubles the time)")
     _common(p, "no progress bars or notes")
     _data_options(p)
     p.set_defaults(func="embed")

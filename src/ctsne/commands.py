@@ -40,6 +40,11 @@ def embed(args) -> int:
             raise io.DataError("--plot needs --dims 2 or more")
     if args.save_model:
         outputs.append(io.check_output(args.save_model, args.force))
+    if args.compare and not (args.plot and args.prior):
+        raise io.DataError("--compare draws t-SNE beside ct-SNE: it needs --plot and --prior")
+    if args.compare and args.resume:
+        raise io.DataError("--compare needs a fresh fit (the t-SNE follows the same schedule "
+                           "from the same start); run it without --resume")
     paths = [Path(args.input).resolve(), *(p.resolve() for p in outputs)]
     if len(set(paths)) < len(paths):
         raise io.DataError("the input and output files must all be different")
@@ -62,6 +67,16 @@ def _embed(args, ctrl_c: CtrlC) -> int:
             raise io.DataError(f"{args.meta} has {meta.n_rows} rows but {args.input} has "
                                f"{table.n_rows}; they must have the same rows, in order")
         table.columns.update(meta.columns)
+    if args.marker:
+        from .plotting import marker_levels
+
+        # fail now, not after the embedding has been computed and written
+        try:
+            marker_levels(table.column(args.marker), f"--marker column {args.marker!r}")
+        except io.DataError:
+            raise
+        except ValueError as exc:
+            raise io.DataError(f"{exc} (--color {args.marker})") from None
     color = args.color or (args.prior[0] if args.prior and args.plot else None)
     labels = list(dict.fromkeys([*args.prior, *(c for c in (color, args.marker) if c),
                                  *args.keep]))
@@ -95,6 +110,13 @@ def _embed(args, ctrl_c: CtrlC) -> int:
 
     model, interrupted = _fit(args, feats.X, prior, ctrl_c)
     Y = model.embedding_
+    plain = None
+    if args.compare and interrupted:
+        _note(args, "note: no t-SNE panel for --compare: the ct-SNE run was interrupted")
+    elif args.compare:
+        # before anything is written: Ctrl-C here aborts the whole command cleanly
+        _note(args, "t-SNE for --compare: the same affinities and start, no prior")
+        plain = model.tsne_counterpart()
     io.write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
                        args.force, table.adata, feats)
     ctrl_c.written.append(str(args.output))
@@ -115,12 +137,17 @@ def _embed(args, ctrl_c: CtrlC) -> int:
     if args.plot:
         from . import plotting
 
-        title = f"ct-SNE, prior {' & '.join(args.prior)}" if args.prior else "t-SNE"
-        ax = plotting.plot_embedding(
-            Y, table.columns[color] if color else None,
-            table.columns[args.marker] if args.marker else None,
-            title=title, color_name=color, marker_name=args.marker, random_state=0)
-        plotting.save_figure(ax.figure, args.plot, args.force)
+        colors = table.columns[color] if color else None
+        markers = table.columns[args.marker] if args.marker else None
+        if plain is not None:
+            fig = plotting.plot_comparison(
+                plain.embedding_, Y, {c: table.columns[c] for c in args.prior}, colors,
+                markers, color_name=color, marker_name=args.marker)
+        else:
+            title = f"ct-SNE, prior {' & '.join(args.prior)}" if args.prior else "t-SNE"
+            fig = plotting.plot_embedding(Y, colors, markers, title=title, color_name=color,
+                                          marker_name=args.marker, random_state=0).figure
+        plotting.save_figure(fig, args.plot, args.force)
         ctrl_c.written.append(str(args.plot))
     ctrl_c.written.clear()  # all written: an abort from here on keeps the files
     if Path(args.output).suffix == ".npy" and (args.id or table.n_rows < n_read):

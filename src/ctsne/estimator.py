@@ -10,7 +10,7 @@ import warnings
 
 import numba
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 
 from .affinity import joint_affinities, n_neighbors_for
 from .checks import check_spread
@@ -125,6 +125,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     Attributes
     ----------
     embedding_ : ndarray (n, n_components)
+    initial_embedding_ : ndarray (n, n_components)
+        Where the optimisation started (see :meth:`tsne_counterpart`).
     kl_divergence_ : float
         Final KL(P‖R) with the true (not exaggerated) P.
     alpha_, beta_ : float or ndarray
@@ -299,14 +301,44 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 self.P_, self.perplexity_ = knn_affinities(*knn, self.perplexity)
             self.training_data_ = X
             self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
-            self.embedding_ = Y0
-            self._state = OptimizerState.fresh(Y0.shape)
-            self.n_iter_ = 0
-            self.interrupted_ = False
-            self._run(self.early_exaggeration_iter, self.early_exaggeration, 0.5)
-            if not self.interrupted_:
-                self._run(self.n_iter, 1.0, 0.8)
+            self._optimize_from(Y0)
         return self.embedding_
+
+    def _optimize_from(self, Y0: np.ndarray) -> None:
+        """Both phases (early exaggeration, then the plain objective) from ``Y0``."""
+        self.initial_embedding_ = Y0.copy()
+        self.embedding_ = Y0
+        self._state = OptimizerState.fresh(Y0.shape)
+        self.n_iter_ = 0
+        self.interrupted_ = False
+        self._run(self.early_exaggeration_iter, self.early_exaggeration, 0.5)
+        if not self.interrupted_:
+            self._run(self.n_iter, 1.0, 0.8)
+
+    def tsne_counterpart(self) -> ConditionalTSNE:
+        """Plain t-SNE of the same data, for comparison: same P, same start, same schedule.
+
+        Only the prior differs, so the difference between the two maps is what the prior
+        changed. The neighbours and affinities are not recomputed.
+
+        Returns
+        -------
+        ConditionalTSNE
+            A new fitted model with ``prior_ = None``; this model is unchanged.
+        """
+        if not hasattr(self, "initial_embedding_"):
+            raise RuntimeError("tsne_counterpart() needs a model fitted by this version of "
+                               "ctsne; call fit() first")
+        plain = clone(self).set_params(callbacks=None)
+        plain.prior_ = None
+        plain.alpha_ = plain.beta_ = 1.0
+        plain.n_features_in_ = self.n_features_in_
+        plain._n_features_out = self._n_features_out
+        plain.P_ = self.P_
+        plain.timings_ = {"affinities": 0.0, "optimization": 0.0}
+        with _threads(plain.n_jobs):
+            plain._optimize_from(self.initial_embedding_.copy())
+        return plain
 
     def _affinities(self, X: np.ndarray):
         t0 = time.perf_counter()

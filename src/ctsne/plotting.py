@@ -26,6 +26,9 @@ __all__ = [
     "RASTERIZE_ABOVE",
     "FIGURE_FORMATS",
     "label_colors",
+    "marker_levels",
+    "prior_scores",
+    "plot_comparison",
     "plot_embedding",
     "plot_embeddings",
     "plot_scores",
@@ -144,11 +147,16 @@ class _ColorSpec:
         return out
 
 
-def _marker_levels(values) -> list:
+def marker_levels(values, name: str = "the marker label") -> list:
+    """The distinct values of a marker label, in drawing order.
+
+    Raises ValueError when there are more values than marker shapes (``len(MARKERS)``),
+    so that a caller can check a label before any long work.
+    """
     levels = _levels(np.asarray(values).tolist())
     if len(levels) > len(MARKERS):
-        raise ValueError(f"the marker label has {len(levels)} values; markers are told apart "
-                         f"for at most {len(MARKERS)}: use colour for this label")
+        raise ValueError(f"{name} has {len(levels)} values; markers are told apart for at "
+                         f"most {len(MARKERS)}: use colour for this label")
     return levels
 
 
@@ -247,13 +255,17 @@ def _legends(ax, cspec: _ColorSpec, marker_name, mlevels, highlights, bar_axes) 
                         title_fontsize="small")
         if k < len(groups) - 1:  # ax.legend() replaces the last legend; keep this one
             ax.add_artist(leg)
+            # add_artist clips to the axes, which also hides it from bbox_inches="tight"
+            leg.set_clip_on(False)
         y -= 0.06 * (len(handles) + 1.5)
     if cspec.continuous:
         from matplotlib.cm import ScalarMappable
         from matplotlib.colors import Normalize
 
+        # below the panels: the legends take the strip on the right
         sm = ScalarMappable(Normalize(cspec.vmin, cspec.vmax), "viridis")
-        bar_axes[0].figure.colorbar(sm, ax=bar_axes, label=cspec.name, shrink=0.8)
+        bar_axes[0].figure.colorbar(sm, ax=bar_axes, label=cspec.name, shrink=0.6,
+                                    location="bottom", pad=0.03, aspect=30)
 
 
 def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax=None,
@@ -288,7 +300,7 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
     if ax is None:
         ax = _new_figure((6.5, 5.0)).add_subplot()
     cspec = _ColorSpec(color, color_name if color is not None else None)
-    mlevels = _marker_levels(marker) if marker is not None else []
+    mlevels = marker_levels(marker) if marker is not None else []
     highlights = _highlights(highlight, len(Y))
     _draw(ax, Y, color, cspec, marker, mlevels, highlights, point_size, density, random_state)
     if title:
@@ -331,7 +343,7 @@ def plot_embeddings(embeddings: Mapping[str, np.ndarray] | Sequence[np.ndarray],
     nrows = -(-len(Ys) // ncols)
     fig = _new_figure((panel_size * ncols + 1.8, panel_size * nrows))
     cspec = _ColorSpec(color, color_name if color is not None else None)
-    mlevels = _marker_levels(marker) if marker is not None else []
+    mlevels = marker_levels(marker) if marker is not None else []
     highlights = _highlights(highlight, n.pop())
     axes = [fig.add_subplot(nrows, ncols, k + 1) for k in range(len(Ys))]
     for ax, (name, Y) in zip(axes, Ys.items(), strict=True):
@@ -341,6 +353,67 @@ def plot_embeddings(embeddings: Mapping[str, np.ndarray] | Sequence[np.ndarray],
     fig.tight_layout(rect=(0, 0, 1 - 1.8 / (panel_size * ncols + 1.8), 1))
     _legends(axes[ncols - 1], cspec, marker_name if marker is not None else None, mlevels,
              highlights, axes)
+    return fig
+
+
+def prior_scores(Y: np.ndarray, priors: Mapping[str, Any], k: int = 30) -> dict[str, float]:
+    """Laplacian score (:func:`ctsne.metrics.laplacian_score`) of each prior label in ``Y``.
+
+    Low means the label is visible (neighbours share it). ``k`` is capped at ``n - 1``;
+    a missing label (None/NaN) counts as one value.
+    """
+    from .metrics import laplacian_score
+
+    Y = _check_Y(Y)
+    k = min(int(k), len(Y) - 1)
+    out = {}
+    for name, values in priors.items():
+        values = np.asarray(values)
+        plain = values.tolist() if values.dtype.kind in "iufb" else values
+        out[str(name)] = float(laplacian_score(Y, _codes(plain, _levels(plain)), k=k))
+    return out
+
+
+def plot_comparison(tsne: np.ndarray, ctsne: np.ndarray, priors: Mapping[str, Any],
+                    color=None, marker=None, *, k: int = 30, **kwargs):
+    """t-SNE beside ct-SNE of the same points, scored by how much each prior still shows.
+
+    Both panels share the colours and markers; each title gives the Laplacian score of
+    every prior (:func:`prior_scores`), so the reader sees what was factored out: the
+    prior's score should rise towards its random level in the ct-SNE panel.
+
+    Parameters
+    ----------
+    tsne, ctsne : ndarray (n, 2)
+        The two embeddings of the same rows (ideally from the same P and start, as
+        :meth:`ctsne.ConditionalTSNE.tsne_counterpart` makes them).
+    priors : dict name -> labels (n,)
+        The labels factored out in ``ctsne``.
+    color, marker : array-like (n,), optional
+        As in :func:`plot_embedding`.
+    k : int, default 30
+        Neighbours for the Laplacian score.
+    **kwargs
+        Passed to :func:`plot_embeddings` (``color_name``, ``marker_name``, ...).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels titled "t-SNE" and "ct-SNE (prior ...)", then
+        "Laplacian score <k>-NN: <prior> <score>, ..." (two priors per line).
+    """
+    names = " & ".join(str(p) for p in priors)
+    panels = {}
+    for title, Y in (("t-SNE", tsne), (f"ct-SNE (prior {names})", ctsne)):
+        scores = prior_scores(Y, priors, k)
+        kk = min(int(k), len(_check_Y(Y)) - 1)
+        items = [f"{p} {v:.3f}" for p, v in scores.items()]
+        # two priors per line keep the titles of neighbouring panels apart
+        lines = [", ".join(items[i:i + 2]) for i in range(0, len(items), 2)]
+        panels[f"{title}\nLaplacian score {kk}-NN: " + ",\n".join(lines)] = Y
+    fig = plot_embeddings(panels, color, marker, **kwargs)
+    for ax in fig.axes[:2]:
+        ax.title.set_fontsize("medium")
     return fig
 
 
