@@ -81,7 +81,8 @@ class Kernel:
             return self.serial
         return self.parallel
 
-    def __call__(self, *args, work: float):
+    def __call__(self, *args, work: float = float("inf")):
+        """Run the variant for ``work`` (not given: as a large call)."""
         return self.pick(work)(*args)
 
 
