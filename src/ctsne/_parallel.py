@@ -14,10 +14,13 @@ made a fit 7–9× slower than on one thread. Two measures:
   region of each ``np.zeros`` or ``.sum()``), and a serial one, used on one thread and
   below a kernel's measured work threshold, where waking the pool costs more than it saves.
 
-Determinism. numba's parallel reductions (``.sum()`` in a ``parallel=True`` function) gave
-different rounding when freshly compiled than when loaded from the cache. Here no kernel
-reduces in parallel: sums run serially in a fixed order, so with one thread the result
-depends on the inputs alone; with more, on the inputs and the thread count.
+Determinism. A kernel freshly compiled and the same kernel loaded from numba's cache can
+run differently optimised code (numba issue #10617): with parallel reductions or
+fastmath sums, different rounding. Here no kernel reduces in parallel (sums run serially
+in a fixed order, mostly in numpy), and fastmath helpers are inlined into the one kernel
+that calls them, so one-thread runs agree bit for bit, cold cache or warm. The parallel
+twins' loop bodies are compiled apart by numba, and their fastmath sums may still round
+differently on the first, compiling run.
 """
 
 from __future__ import annotations
