@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ._parallel import kernel
 from .checks import to_safe_scale, warn_ties
 from .neighbors import nearest_neighbors
 
@@ -17,7 +18,11 @@ def n_neighbors_for(perplexity: float, n: int) -> int:
     return int(min(n - 1, max(1, np.floor(3 * perplexity))))
 
 
-@numba.njit(parallel=True, cache=True)
+# Neighbour entries (n·k) from which a pass runs on the thread pool.
+PARALLEL_FROM_ENTRIES = 20_000
+
+
+@kernel(PARALLEL_FROM_ENTRIES)
 def _calibrate_kernel(dist, perplexity, tol, max_iter, out):
     n, k = dist.shape
     target = np.log(perplexity)
@@ -74,7 +79,7 @@ def calibrate(distances: np.ndarray, perplexity: float, tol: float = 1e-8,
     dist = np.ascontiguousarray(distances, dtype=np.float64)
     if out is None:
         out = np.empty_like(dist)
-    _calibrate_kernel(dist, float(perplexity), tol, max_iter, out)
+    _calibrate_kernel(dist, float(perplexity), tol, max_iter, out, work=dist.size)
     return out
 
 
@@ -93,7 +98,7 @@ def _find(sorted_row, value):
     return -1
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(PARALLEL_FROM_ENTRIES)
 def _sort_rows(idx, cond):
     n = idx.shape[0]
     for i in numba.prange(n):
@@ -116,7 +121,7 @@ def _one_way(idx, cond, i, a):
     return cond[i, a] > 0.0 and _find(idx[idx[i, a]], i) < 0
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(PARALLEL_FROM_ENTRIES)
 def _own_counts(idx, cond):
     n, k = idx.shape
     own = np.zeros(n, dtype=np.int64)
@@ -139,7 +144,7 @@ def _incoming_counts(idx, cond):
     return extra
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(PARALLEL_FROM_ENTRIES)
 def _fill_own(idx, cond, indptr, indices, data, scale):
     n, k = idx.shape
     for i in numba.prange(n):
@@ -164,7 +169,7 @@ def _fill_incoming(idx, cond, cursor, indices, data, scale):
                 cursor[j] += 1
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(PARALLEL_FROM_ENTRIES)
 def _sort_csr_rows(indptr, indices, data):
     n = indptr.shape[0] - 1
     for i in numba.prange(n):
@@ -184,8 +189,9 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     out; columns are sorted within each row.
     """
     n = idx.shape[0]
-    _sort_rows(idx, cond)
-    own = _own_counts(idx, cond)
+    work = idx.size
+    _sort_rows(idx, cond, work=work)
+    own = _own_counts(idx, cond, work=work)
     extra = _incoming_counts(idx, cond)
     nnz = int(own.sum() + extra.sum())
     itype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
@@ -194,10 +200,10 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     indices = np.empty(nnz, dtype=itype)
     data = np.empty(nnz)
     scale = 1.0 / (2.0 * n)
-    _fill_own(idx, cond, indptr, indices, data, scale)
+    _fill_own(idx, cond, indptr, indices, data, scale, work=work)
     cursor = (indptr[:-1] + own).astype(np.int64)
     _fill_incoming(idx, cond, cursor, indices, data, scale)
-    _sort_csr_rows(indptr, indices, data)
+    _sort_csr_rows(indptr, indices, data, work=work)
     P = sp.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     P.has_sorted_indices = True
     return P

@@ -6,6 +6,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ._parallel import kernel
+
 __all__ = ["Attraction", "attraction"]
 
 # Above this many points, 2-D partner coordinates are read from a float32 copy of Y. The
@@ -15,9 +17,11 @@ __all__ = ["Attraction", "attraction"]
 # non-zeros). The rounding of y_j (2^-24 relative) is far below the approximate
 # repulsion's error; the KL and the exact method always read float64.
 SINGLE_PRECISION_ABOVE = 50_000
+# Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
+PARALLEL_FROM_NNZ = 40_000
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(PARALLEL_FROM_NNZ)
 def _attraction_kernel(indptr, indices, data, Y, want_log):
     n, d = Y.shape
     F = np.zeros((n, d))
@@ -37,10 +41,10 @@ def _attraction_kernel(indptr, indices, data, Y, want_log):
             if want_log:
                 acc -= data[e] * np.log1p(d2)
         plogt[i] = acc
-    return F, plogt.sum()
+    return F, plogt
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(PARALLEL_FROM_NNZ)
 def _attraction_planar(indptr, indices, data, Y, partners, want_log):
     """``_attraction_kernel`` for d = 2, partners read from ``partners`` (Y or a float32
     copy of it), sums kept in registers."""
@@ -63,7 +67,7 @@ def _attraction_planar(indptr, indices, data, Y, partners, want_log):
         F[i, 0] = f0
         F[i, 1] = f1
         plogt[i] = acc
-    return F, plogt.sum()
+    return F, plogt
 
 
 class Attraction:
@@ -86,10 +90,14 @@ class Attraction:
 
     def __call__(self, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:
         P = self.P
+        # the row terms are summed here, serially: the same order on any thread count
         if Y.shape[1] != 2:
-            return _attraction_kernel(P.indptr, P.indices, P.data, Y, want_log)
-        partners = Y.astype(np.float32) if self.single_precision and not want_log else Y
-        return _attraction_planar(P.indptr, P.indices, P.data, Y, partners, want_log)
+            F, plogt = _attraction_kernel(P.indptr, P.indices, P.data, Y, want_log, work=P.nnz)
+        else:
+            partners = Y.astype(np.float32) if self.single_precision and not want_log else Y
+            F, plogt = _attraction_planar(P.indptr, P.indices, P.data, Y, partners, want_log,
+                                          work=P.nnz)
+        return F, float(plogt.sum()) if want_log else 0.0
 
 
 def attraction(P: sp.csr_matrix, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:

@@ -8,6 +8,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from ._parallel import kernel
 from .attraction import Attraction
 from .prior import Prior, PriorTerm
 from .repulsion import ConditionalRepulsion
@@ -15,7 +16,7 @@ from .repulsion import ConditionalRepulsion
 __all__ = ["ConditionalGradient"]
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(40_000)  # non-zeros of P, as for the attraction
 def _fixed_part(indptr, indices, data, codes, alphas, betas):
     """``Σ p log p − Σ p log w`` over the non-zeros of P (``codes``: (m, n) class codes)."""
     n = indptr.shape[0] - 1
@@ -33,7 +34,7 @@ def _fixed_part(indptr, indices, data, codes, alphas, betas):
                 log_w += np.log(alphas[c] if codes[c, i] == codes[c, j] else betas[c])
             s += p * (np.log(p) - log_w)
         acc[i] = s
-    return acc.sum()
+    return acc
 
 
 class ConditionalGradient:
@@ -72,7 +73,8 @@ class ConditionalGradient:
         else:
             codes = np.stack(prior.codes)
             alphas, betas = np.asarray(prior.alphas, float), np.asarray(prior.betas, float)
-        self.constant = float(_fixed_part(P.indptr, P.indices, P.data, codes, alphas, betas))
+        self.constant = float(_fixed_part(P.indptr, P.indices, P.data, codes, alphas, betas,
+                                          work=P.nnz).sum())
         self.timings = {"attraction": 0.0, "repulsion": 0.0}
 
     def __call__(self, Y: np.ndarray, exaggeration: float = 1.0,

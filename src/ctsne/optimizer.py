@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from ._parallel import kernel
+
 __all__ = ["OptimizerState", "auto_learning_rate", "gradient_descent"]
 
 GradientFn = Callable[[np.ndarray, float, bool], tuple[np.ndarray, float | None]]
@@ -79,7 +81,11 @@ class _StopRequest:
             signal.signal(signal.SIGINT, self._old)
 
 
-@numba.njit(parallel=True, cache=True)
+# Coordinates (n·d) from which a step runs on the thread pool: ~5 ns of serial work each.
+PARALLEL_FROM_COORDS = 50_000
+
+
+@kernel(PARALLEL_FROM_COORDS)
 def _step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
           n_threads=1):
     """One update in place: gains, momentum step, per-point step cap; returns the new mean.
@@ -159,7 +165,7 @@ def gradient_descent(
             Y -= _step(Y, grad, state.update, state.gains, float(learning_rate),
                        float(momentum), float(min_gain),
                        -1.0 if max_step_norm is None else float(max_step_norm),
-                       numba.get_num_threads())
+                       numba.get_num_threads(), work=Y.size)
             if progress is not None:
                 progress.update(1)
             if kl_now is not None:

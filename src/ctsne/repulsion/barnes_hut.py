@@ -42,6 +42,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._parallel import kernel
+
 __all__ = ["repulsion_bh"]
 
 # Grid depth per output dimension: d·L key bits must fit a non-negative int64, and L stays
@@ -54,17 +56,25 @@ _GROUP = 128
 # Row layout of the per-node summary table: centre (3), count, moments xx yy zz xy xz yz,
 # trace. Output dimensions below 3 are padded with zeros, which add nothing to any sum.
 _NF = 11
-# Below this many points the traversal runs on one thread: a parallel launch costs more
-# than it saves, and on a busy machine waiting for a second thread can take milliseconds.
-_SERIAL_BELOW = 512
+# Points from which the traversal runs on the thread pool: below, a parallel launch costs
+# more than it saves, and on a busy machine waiting for a second thread can take
+# milliseconds. The per-point passes (box, keys, sort, unsort) cost ~10 ns a point: they
+# pay from far more points.
+_PARALLEL_WALK_FROM = 512
+_PARALLEL_PASS_FROM = 50_000
+# Points from which the float32 sweeps are used (a few points are mostly near pairs).
+_SINGLE_FROM = 512
 # From this opening angle on (d ≤ 2), the sweeps run in float32: the angle's error
 # (~1e-4 at 0.3) dwarfs float32 rounding. Smaller angles, and θ = 0, stay in float64.
 _SINGLE_FROM_THETA = 0.3
-# Floating-point reassociation lets LLVM vectorise the sums over interaction lists.
+# Floating-point reassociation lets LLVM vectorise the sums over interaction lists. The
+# functions compiled with it are inlined into the one kernel that calls them (numba
+# ``inline="always"``): compiled separately, a process that compiled them ran other machine
+# code (other rounding) than one that loaded the kernel from the cache.
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(_PARALLEL_PASS_FROM)
 def _bounding_box(Y):
     """Per-axis minimum and maximum; NaN if any value is not finite."""
     n, d = Y.shape
@@ -111,7 +121,7 @@ def _spread(q, d):
     return q
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(_PARALLEL_PASS_FROM)
 def _morton_keys(Y, origin, scale, levels):
     n, d = Y.shape
     top = (1 << levels) - 1
@@ -125,7 +135,7 @@ def _morton_keys(Y, origin, scale, levels):
     return keys
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(_PARALLEL_PASS_FROM)
 def _sort_points(Y, keys, order):
     """Keys and points in key order, the points padded to three columns."""
     n, d = Y.shape
@@ -139,7 +149,7 @@ def _sort_points(Y, keys, order):
     return skeys, Y3
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(_PARALLEL_PASS_FROM)
 def _unsort(F3, order, d):
     F = np.empty((F3.shape[0], d))
     for i in numba.prange(order.shape[0]):
@@ -284,7 +294,7 @@ def _grow(buf, size):
     return new
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
 def _traverse(Y3, walk, summ, groups, group_size, stack_size, single):
     """Per-point force and t row sums (sorted order), one tree walk per group."""
     n = Y3.shape[0]
@@ -298,10 +308,10 @@ def _traverse(Y3, walk, summ, groups, group_size, stack_size, single):
         gi = 2 * it if it < half else 2 * (it - half) + 1
         _walk_group(Y3, walk, summ, groups[gi], groups[gi + 1], group_size, stack_size, F, zrow,
                     single)
-    return F, zrow.sum()
+    return F, zrow
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(fastmath=_FAST, error_model="numpy", inline="always")
 def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, single):
     """Interactions of points ``glo:ghi`` with the whole tree, added into F and zrow.
 
@@ -322,8 +332,10 @@ def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, singl
             bmax[k] = max(bmax[k], Y3[j, k])
     cells = np.empty((_NF, 256))
     near = np.empty((3, 256))
-    nc = 0
-    nn = 0
+    # int64 from the start: a literal 0 would also compile Literal[int](0) variants of the
+    # sweeps while the counters' type is being inferred
+    nc = np.int64(0)
+    nn = np.int64(0)
     stack = np.empty(stack_size, dtype=np.int64)
     stack[0] = 0
     top = 1
@@ -366,7 +378,7 @@ def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, singl
             _sweep(Y3, i, cells, nc, near, nn, F, zrow)
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(fastmath=_FAST, error_model="numpy", inline="always")
 def _sweep(Y3, i, cells, nc, near, nn, F, zrow):
     """Add point ``i``'s interactions with a group's far cells and near points."""
     y0, y1, y2 = Y3[i, 0], Y3[i, 1], Y3[i, 2]
@@ -409,7 +421,7 @@ def _sweep(Y3, i, cells, nc, near, nn, F, zrow):
     F[i, 2] += f2
 
 
-@numba.njit(cache=True, fastmath=_FAST, error_model="numpy")
+@numba.njit(fastmath=_FAST, error_model="numpy", inline="always")
 def _sweep_group_single(Y3, glo, ghi, cells, nc, near, nn, F, zrow):
     """``_sweep`` for d ≤ 2 (third coordinate and moments zero), for the whole group in
     float32, coordinates relative to the group's first point: twice the SIMD width.
@@ -512,28 +524,21 @@ def repulsion_bh(Y: np.ndarray, theta: float = 0.5) -> tuple[np.ndarray, float]:
     m, d = Y.shape
     if m < 2:
         return np.zeros_like(Y), 0.0
-    origin, top = _bounding_box(Y)  # numpy's axis-0 min/max is slow for few columns
+    origin, top = _bounding_box(Y, work=m)  # numpy's axis-0 min/max is slow for few columns
     side = float(np.max(top - origin))
     if not np.isfinite(side):
         raise ValueError("Y contains non-finite values")
     if side == 0.0:
         side = 1.0  # all points coincide: they share one capped leaf
-    threads = numba.get_num_threads()
-    if m < _SERIAL_BELOW and threads > 1:
-        numba.set_num_threads(1)
-        try:
-            return _repulsion(Y, theta, side, origin)
-        finally:
-            numba.set_num_threads(threads)
     return _repulsion(Y, theta, side, origin)
 
 
 def _repulsion(Y, theta, side, origin):
     m, d = Y.shape
     levels = _LEVELS[d]
-    keys = _morton_keys(Y, origin, float(2**levels) / side, levels)
+    keys = _morton_keys(Y, origin, float(2**levels) / side, levels, work=m)
     order = np.argsort(keys)  # ties are points of one capped cell: any order
-    skeys, Y3 = _sort_points(Y, keys, order)
+    skeys, Y3 = _sort_points(Y, keys, order, work=m)
     lo, hi, level, first, nchild, summ = _build_tree(skeys, Y3, d, levels, _LEAF_SIZE)
 
     size = side * np.exp2(-level.astype(np.float64))
@@ -546,6 +551,7 @@ def _repulsion(Y, theta, side, origin):
     stack_size = levels * ((1 << d) - 1) + 2
     # float32 sweeps where the opening angle, not rounding, sets the error, and the
     # points are many (a few points are mostly near pairs, summed exactly in float64)
-    single = d <= 2 and theta >= _SINGLE_FROM_THETA and m >= _SERIAL_BELOW
-    F3, Z = _traverse(Y3, walk, summ, bounds, _GROUP, stack_size, single)
-    return _unsort(F3, order, d), float(Z)
+    single = d <= 2 and theta >= _SINGLE_FROM_THETA and m >= _SINGLE_FROM
+    F3, zrow = _traverse(Y3, walk, summ, bounds, _GROUP, stack_size, single, work=m)
+    # summed here in a fixed order, whatever the thread count
+    return _unsort(F3, order, d, work=m), float(zrow.sum())

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from .._parallel import PRANGE_ONLY
 from ..prior import PriorTerm
 from .exact import repulsion_exact_groups
 
@@ -84,17 +85,19 @@ PARALLEL_ABOVE = 1 << 15
 
 
 def _gather(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return Y[idx] if len(idx) < PARALLEL_ABOVE else _gather_parallel(Y, idx)
+    if len(idx) < PARALLEL_ABOVE or numba.get_num_threads() == 1:
+        return Y[idx]
+    return _gather_parallel(Y, idx)
 
 
 def _add_rows(F: np.ndarray, idx: np.ndarray, coef: float, Fg: np.ndarray) -> None:
-    if len(idx) < PARALLEL_ABOVE:
+    if len(idx) < PARALLEL_ABOVE or numba.get_num_threads() == 1:
         F[idx] += coef * Fg
     else:
         _add_rows_parallel(F, idx, coef, Fg)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
 def _gather_parallel(Y, idx):
     """``Y[idx]`` (numpy's fancy indexing is serial)."""
     out = np.empty((idx.shape[0], Y.shape[1]))
@@ -104,7 +107,7 @@ def _gather_parallel(Y, idx):
     return out
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
 def _add_rows_parallel(F, idx, coef, Fg):
     """``F[idx] += coef·Fg`` for distinct ``idx``."""
     for r in numba.prange(idx.shape[0]):

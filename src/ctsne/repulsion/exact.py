@@ -5,10 +5,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._parallel import kernel
+
 __all__ = ["repulsion_exact", "repulsion_exact_groups"]
 
 
-@numba.njit(parallel=True, cache=True)
+# Pairs from which a pass runs on the thread pool (about 0.1 ms of serial work).
+PARALLEL_FROM_PAIRS = 40_000
+
+
+@kernel(PARALLEL_FROM_PAIRS)
 def _grouped_kernel(Y, lo, hi):
     n, d = Y.shape
     F = np.zeros((n, d))
@@ -28,12 +34,12 @@ def _grouped_kernel(Y, lo, hi):
             for k in range(d):
                 F[i, k] += t2 * (Y[i, k] - Y[j, k])
         zrow[i] = z
-    return F, zrow.sum()
+    return F, zrow
 
 
 # The 2-D case, written so the inner loop vectorises (4-5x faster): coordinates in separate
 # arrays, no branch for j = i (that term adds t = 1 to z and no force; subtracted below).
-@numba.njit(parallel=True, cache=True, fastmath=True, error_model="numpy")
+@kernel(PARALLEL_FROM_PAIRS, fastmath=True, error_model="numpy")
 def _grouped_kernel_2d(x, y, lo, hi):
     n = x.shape[0]
     F = np.empty((n, 2))
@@ -52,7 +58,7 @@ def _grouped_kernel_2d(x, y, lo, hi):
         F[i, 0] = fx
         F[i, 1] = fy
         zrow[i] = z - 1.0
-    return F, zrow.sum()
+    return F, zrow
 
 
 def repulsion_exact_groups(Y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, float]:
@@ -74,10 +80,14 @@ def repulsion_exact_groups(Y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarra
     lo = np.repeat(starts[:-1], sizes).astype(np.int64)
     hi = np.repeat(starts[1:], sizes).astype(np.int64)
     Y = np.asarray(Y, dtype=np.float64)
+    pairs = float(np.dot(sizes, sizes))
     if Y.shape[1] == 2:
-        return _grouped_kernel_2d(np.ascontiguousarray(Y[:, 0]), np.ascontiguousarray(Y[:, 1]),
-                                  lo, hi)
-    return _grouped_kernel(np.ascontiguousarray(Y), lo, hi)
+        F, zrow = _grouped_kernel_2d(np.ascontiguousarray(Y[:, 0]),
+                                     np.ascontiguousarray(Y[:, 1]), lo, hi, work=pairs)
+    else:
+        F, zrow = _grouped_kernel(np.ascontiguousarray(Y), lo, hi, work=pairs)
+    # summed here, not in the kernel: a fastmath kernel may reorder its own sums
+    return F, float(zrow.sum())
 
 
 def repulsion_exact(Y: np.ndarray) -> tuple[np.ndarray, float]:

@@ -333,8 +333,8 @@ def repulsion_fft(
         Most grid nodes per dimension (default ``MAX_NODES[d]``); past it the boxes
         widen and the accuracy drops, as the p-th power of the box width.
     workers : int
-        Threads for the FFTs (``scipy.fft`` convention, -1 = all); spreading and
-        interpolation use numba's thread pool.
+        Threads for the FFTs (-1: numba's current thread count, so that ``n_jobs``
+        limits them too); spreading and interpolation use numba's thread pool.
     timings : dict, optional
         If given, wall and CPU seconds per stage are added to it.
 
@@ -366,6 +366,8 @@ def repulsion_fft(
     span = np.where(span > 0, span, 1.0)
     lo = np.where(hi > lo, lo, lo - 0.5)
 
+    if workers == -1:
+        workers = numba.get_num_threads()
     g = _plan(Y, lo, span, n_interp, min_boxes, boxes_per_unit, max_nodes, workers)
     clock("grid")
     charges, Ys, order = _spread(Y, g)

@@ -1,0 +1,96 @@
+"""Thread-pool policy and numba kernels compiled both parallel and serial.
+
+Why. numba's OpenMP layer (GNU libgomp) spin-waits after every parallel region by
+default. On a machine whose cores are busy with other work, the spinning threads and the
+barrier at the end of each region (which waits for a descheduled thread's next time slice)
+made a fit 7–9× slower than on one thread. Two measures:
+
+* ``OMP_WAIT_POLICY=PASSIVE`` is set when this module is imported, before any ctsne kernel
+  starts numba's thread pool (libgomp reads it once, when it loads), unless the user set
+  ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``. It applies only if numba's pool was not
+  started earlier in the process.
+* Every ``prange`` kernel is compiled twice from one body (:func:`kernel`): a parallel
+  variant with only the explicit ``prange`` loops parallel (numba would otherwise make a
+  region of each ``np.zeros`` or ``.sum()``), and a serial one, used on one thread and
+  below a kernel's measured work threshold, where waking the pool costs more than it saves.
+
+Determinism. A kernel freshly compiled and the same kernel loaded from numba's cache can
+run differently optimised code (numba issue #10617): with parallel reductions or
+fastmath sums, different rounding. Here no kernel reduces in parallel (sums run serially
+in a fixed order, mostly in numpy), and fastmath helpers are inlined into the one kernel
+that calls them, so one-thread runs agree bit for bit, cold cache or warm. The parallel
+twins' loop bodies are compiled apart by numba, and their fastmath sums may still round
+differently on the first, compiling run.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+
+import numba
+
+__all__ = ["Kernel", "kernel", "PRANGE_ONLY"]
+
+
+def _passive_wait() -> None:
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+
+_passive_wait()
+
+# Only explicit prange loops run in parallel. (numba consumes the dict it is given: each
+# kernel gets a copy.)
+PRANGE_ONLY = dict(comprehension=False, reduction=False, inplace_binop=False, setitem=False,
+                   numpy=False, stencil=False, fusion=False, prange=True)
+
+
+def _renamed(py_func, suffix: str):
+    """A copy of ``py_func`` under another qualified name: numba names a kernel's cache
+    files after it, and its cache index does not tell parallel from serial builds."""
+    f = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + suffix,
+                           py_func.__defaults__, py_func.__closure__)
+    f.__qualname__ = py_func.__qualname__ + suffix
+    f.__module__ = py_func.__module__
+    f.__doc__ = py_func.__doc__
+    return f
+
+
+class Kernel:
+    """One kernel body, compiled lazily (and cached) as a parallel and a serial variant.
+
+    Parameters
+    ----------
+    py_func : function
+        The body, with ``numba.prange`` loops.
+    min_work : float
+        Work (in the kernel's own unit, e.g. non-zeros visited) from which the parallel
+        variant is used when more than one thread is allowed.
+    **options
+        Further ``numba.njit`` options (``fastmath``, ``error_model``).
+    """
+
+    def __init__(self, py_func, min_work: float, **options):
+        self.min_work = min_work
+        self.parallel = numba.njit(parallel=dict(PRANGE_ONLY), cache=True, **options)(py_func)
+        self.serial = numba.njit(cache=True, **options)(_renamed(py_func, "_serial"))
+        self.__doc__ = py_func.__doc__
+        self.__name__ = py_func.__name__
+
+    def pick(self, work: float):
+        """The variant for a call of the given work under the current thread limit."""
+        if work < self.min_work or numba.get_num_threads() == 1:
+            return self.serial
+        return self.parallel
+
+    def __call__(self, *args, work: float = float("inf")):
+        """Run the variant for ``work`` (not given: as a large call)."""
+        return self.pick(work)(*args)
+
+
+def kernel(min_work: float, **options):
+    """Decorator form of :class:`Kernel`."""
+    def wrap(py_func) -> Kernel:
+        return Kernel(py_func, min_work, **options)
+    return wrap
