@@ -93,8 +93,13 @@ def test_revised_matches_a_dense_computation(rng):
     np.testing.assert_allclose(P.toarray(), (C + C.T) / (2 * n), rtol=1e-6, atol=1e-12)
 
 
-def test_pooled_search_is_exact_and_uses_log_l_indices(rng, monkeypatch):
-    L, n, k = 40, 400, 10
+@pytest.mark.parametrize("k, n_indices, rows_indexed", [
+    (3, 2 * 6, 6 * 400),  # classes of 10 > 2k + 1: two indices per bit, ⌈log₂ 40⌉ = 6 bits
+    (10, 1, 400),  # classes of 10 ≤ 2k + 1: one search of k + 10 over all points
+])
+def test_pooled_search_is_exact_and_uses_few_indices(k, n_indices, rows_indexed, rng,
+                                                     monkeypatch):
+    L, n = 40, 400
     codes = rng.permutation(np.arange(n) % L)
     X = rng.normal(size=(n, 3)) + 0.5 * codes[:, None]
     built = []
@@ -106,15 +111,14 @@ def test_pooled_search_is_exact_and_uses_log_l_indices(rng, monkeypatch):
 
     monkeypatch.setattr(label_neighbors, "SearchIndex", Counting)
     idx, dist = pooled_other_neighbors(X, codes, k, method="exact")
-    assert len(built) == 2 * 6  # two indices per bit, ⌈log₂ 40⌉ = 6 bits, not 40
-    assert sum(built) == 6 * n
+    assert len(built) == n_indices and sum(built) == rows_indexed  # not 40 searches
     D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
     D[codes[:, None] == codes[None, :]] = np.inf
     ref = np.argsort(D, axis=1)[:, :k]
     np.testing.assert_array_equal(np.sort(idx, axis=1), np.sort(ref, axis=1))
     np.testing.assert_allclose(dist, np.take_along_axis(D, ref, axis=1), rtol=1e-10)
     # with 40 classes the balanced P pools the other classes the same way
-    _check_P(balanced_affinities(X, codes, 3.0, neighbors="exact"), codes)
+    _check_P(balanced_affinities(X, codes, k / 3, neighbors="exact"), codes)
 
 
 def test_reused_standard_lists_give_the_same_balanced_p(rng):
@@ -178,3 +182,28 @@ def test_auto_removes_a_separating_prior_that_standard_keeps(rng):
 def test_bad_affinity_options_are_rejected(params, match, rng):
     with pytest.raises(ValueError, match=match):
         ConditionalTSNE(**params).fit(rng.normal(size=(50, 3)), np.arange(50) % 2)
+
+
+def test_cli_passes_the_affinity_options(tmp_path, monkeypatch, capsys):
+    import pickle
+
+    from ctsne.cli import main
+
+    rng = np.random.default_rng(0)
+    X, codes = _separated(rng, sizes=(40, 40), shift=20.0)
+    lines = ["a,b,c,d,batch"] + [",".join(map(str, [*x, c])) for x, c in zip(X, codes,
+                                                                           strict=True)]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["embed", "d.csv", "--prior", "batch", "-o", "e.csv", "--perplexity", "5",
+            "--n-iter", "10", "--exaggeration-iter", "10", "--seed", "0", "--threads", "1",
+            "-q"]
+    assert main([*base, "--affinities", "revised", "--within-weight", "0.3",
+                 "--save-model", "m.pkl"]) == 0
+    with open("m.pkl", "rb") as fh:
+        model = pickle.load(fh)
+    assert model.affinities_ == "revised" and model.within_weight == 0.3
+    assert model.prior_mixing_.cross > 0.5  # 1 / (1 + α) of each row lies across
+    assert main([*base, "-f", "--within-weight", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "within_weight must be" in err[0], err

@@ -189,6 +189,7 @@ def _fit(args, X, prior):
             n_components=args.dims, perplexity=args.perplexity,
             beta=0.01 if args.beta is None else args.beta, alpha=args.alpha,
             combine=args.combine, method=args.method, n_iter=args.n_iter,
+            affinities=args.affinities, within_weight=args.within_weight,
             early_exaggeration_iter=args.exaggeration_iter, random_state=args.seed,
             n_jobs=args.threads, verbose=not args.quiet)
         if args.alpha is not None:

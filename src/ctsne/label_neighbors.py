@@ -28,6 +28,13 @@ __all__ = ["SearchIndex", "other_class_neighbors", "own_class_neighbors",
            "pooled_other_neighbors"]
 
 _CHUNK = 20_000
+# Classes up to this size find their own-class lists by brute force in one call each:
+# hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of times.
+BRUTE_UP_TO = 2_000
+# A point of a class with at most EXTRA_UP_TO·k other points finds its nearest points of
+# all other classes in one search of k + n_c neighbours over every point (dropping its own
+# class's), instead of one search per bit.
+EXTRA_UP_TO = 2
 
 
 def _exact_for(n: int, p: int, method: str) -> bool:
@@ -129,10 +136,26 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
             i, d = _drop_self(i, d, todo)
             idx[todo, :kc], dist[todo, :kc] = i, d
             continue
-        i, d = nearest_neighbors(X[rows], kc, method=method, metric=metric,
-                                 random_state=random_state, n_jobs=n_jobs)
+        if len(rows) <= BRUTE_UP_TO:
+            i, d = _brute_within(X[rows], kc, metric)
+        else:
+            i, d = nearest_neighbors(X[rows], kc, method=method, metric=metric,
+                                     random_state=random_state, n_jobs=n_jobs)
         idx[rows, :kc], dist[rows, :kc] = rows[i], d
     return idx, dist
+
+
+def _brute_within(Xc, k, metric):
+    """Each row's ``k`` nearest other rows of ``Xc`` from the full distance matrix."""
+    from sklearn.metrics import pairwise_distances
+
+    D = pairwise_distances(Xc, metric=metric, n_jobs=1)
+    np.fill_diagonal(D, np.inf)
+    part = np.argpartition(D, k - 1, axis=1)[:, :k] if k < len(Xc) - 1 else \
+        np.argsort(D, axis=1)[:, :k]
+    order = np.argsort(np.take_along_axis(D, part, axis=1), axis=1, kind="stable")
+    i = np.take_along_axis(part, order, axis=1)
+    return i, np.take_along_axis(D, i, axis=1)
 
 
 def _drop_self(idx, dist, rows):
@@ -211,14 +234,23 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
         Empty slots where fewer than k points lie in other classes.
     """
     n = len(codes)
-    L = int(codes.max()) + 1
+    sizes = np.bincount(codes)
+    L = len(sizes)
+    idx, dist = _empty(n, k)
+    small = sizes[codes] - 1 <= EXTRA_UP_TO * k
+    if small.any():
+        _one_search(X, codes, k, np.flatnonzero(small), sizes, idx, dist,
+                    (method, metric, random_state, n_jobs))
+    large = np.flatnonzero(~small)
+    if len(large) == 0:
+        return idx, dist
     bits = class_bits(L)
     cand_idx, cand_dist = _empty(n, bits * k)
     for b in range(bits):
         bit = (codes >> b) & 1
         for v in (0, 1):
             rows = np.flatnonzero(bit == v)
-            askers = np.flatnonzero(bit != v)
+            askers = large[bit[large] != v]
             kb = min(k, len(rows))
             if kb < 1 or len(askers) == 0:
                 continue
@@ -227,7 +259,28 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
             cand_idx[askers, b * k:b * k + kb] = i
             cand_dist[askers, b * k:b * k + kb] = d
     if bits == 1:
-        return cand_idx, cand_dist
-    idx, dist = _empty(n, k)
-    _merge_rows(cand_idx, cand_dist, k, idx, dist)
+        idx[large], dist[large] = cand_idx[large], cand_dist[large]
+        return idx, dist
+    out_idx, out_dist = _empty(len(large), k)
+    _merge_rows(cand_idx[large], cand_dist[large], k, out_idx, out_dist)
+    idx[large], dist[large] = out_idx, out_dist
     return idx, dist
+
+
+def _one_search(X, codes, k, rows, sizes, idx, dist, search):
+    """Other-class lists of ``rows`` from one search of k + n_c neighbours over all points.
+
+    Among a point's k + n_c nearest points (itself included) at most n_c are of its own
+    class, so at least k are of other classes, and they are its k nearest of those.
+    """
+    n = len(codes)
+    k_all = int(min(n, k + sizes[codes[rows]].max()))
+    i, d = SearchIndex(X, np.arange(n), *search).query(X[rows], k_all)
+    other = codes[i] != codes[rows][:, None]
+    # a stable sort moves each row's other-class entries to the front, nearest first
+    order = np.argsort(~other, axis=1, kind="stable")[:, :k]
+    keep = np.take_along_axis(other, order, axis=1)
+    i = np.take_along_axis(i, order, axis=1)
+    d = np.where(keep, np.take_along_axis(d, order, axis=1), np.inf)
+    idx[rows] = np.where(keep, i, rows[:, None])
+    dist[rows] = d
