@@ -173,6 +173,20 @@ def test_auto_removes_a_separating_prior_that_standard_keeps(rng):
     assert knn_label_homogeneity(auto.embedding_, cluster, 10) > 0.9
 
 
+@pytest.mark.parametrize("mode, w, beta, cross", [
+    ("revised", 0.25, 1.0, 1 / 1.25),  # Heiter et al.: revised P, plain t-SNE Q
+    ("revised", None, 0.01, 1 / 1.5),  # combined with ct-SNE's β'
+    ("balanced", 0.3, 0.01, 0.7),
+])
+def test_each_row_puts_the_set_share_across(mode, w, beta, cross, rng):
+    X, codes = _separated(rng, sizes=(30, 20, 25))
+    model = ConditionalTSNE(affinities=mode, within_weight=w, beta=beta, n_iter=0,
+                            early_exaggeration_iter=0, perplexity=5).fit(X, codes)
+    assert model.affinities_ == mode and model.beta_ == pytest.approx(beta)
+    # symmetrising keeps the total across classes: exactly the rows' share
+    assert model.prior_mixing_.cross == pytest.approx(cross, rel=1e-9)
+
+
 @pytest.mark.parametrize("params, match", [
     ({"affinities": "bbknn"}, "affinities must be one of"),
     ({"within_weight": 1.5}, "within_weight must be"),

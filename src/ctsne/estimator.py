@@ -294,7 +294,10 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
 
         with _threads(self.n_jobs):
             t0 = time.perf_counter()
-            self.P_ = self._affinities(X, classes)
+            by = classes
+            if by is None and self.prior_ is not None and self.affinities != "auto":
+                by = self.prior_.joint_codes()  # e.g. revised P with beta=1 (plain Q)
+            self.P_ = self._affinities(X, by)
             self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
             self.embedding_ = Y0
             self._state = OptimizerState.fresh(Y0.shape)
