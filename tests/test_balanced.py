@@ -187,6 +187,16 @@ def test_each_row_puts_the_set_share_across(mode, w, beta, cross, rng):
     assert model.prior_mixing_.cross == pytest.approx(cross, rel=1e-9)
 
 
+@pytest.mark.parametrize("combine", ["joint", "product"])
+def test_several_priors_are_balanced_on_their_joint_classes(combine, rng):
+    X, codes = _separated(rng, sizes=(30, 20, 25, 15))
+    two = np.column_stack([codes // 2, codes % 2])  # the joint classes are the codes
+    model = ConditionalTSNE(affinities="balanced", combine=combine, n_iter=0,
+                            early_exaggeration_iter=0, perplexity=5).fit(X, two)
+    ref = balanced_affinities(X, codes, 5.0)
+    np.testing.assert_allclose(model.P_.toarray(), ref.toarray(), rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("params, match", [
     ({"affinities": "bbknn"}, "affinities must be one of"),
     ({"within_weight": 1.5}, "within_weight must be"),
