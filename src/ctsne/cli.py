@@ -97,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--beta", type=float, help="β': weight of pairs in different prior "
                    "classes (default 0.01; > 1 strengthens the prior)")
     w.add_argument("--alpha", type=float, help="α': weight of pairs in the same class")
+    p.add_argument("--affinities", choices=("auto", "standard", "balanced", "revised"),
+                   default="auto", help="input affinities: 'balanced' draws each point's "
+                   "neighbours from its own and the other prior classes separately, "
+                   "'revised' is revised ct-SNE; 'auto' (default) switches to balanced when "
+                   "the prior separates the data")
+    p.add_argument("--within-weight", type=float, metavar="W", help="balanced: own-class "
+                   "share of each point's affinities (default 0.5); revised: α, the factor "
+                   "on within-class affinities (default 0.5)")
     p.add_argument("--include-prior", action="store_true",
                    help="keep the prior columns among the features")
     p.add_argument("--meta", metavar="FILE", help="table of extra label columns with the "

@@ -193,6 +193,7 @@ def _fit(args, X, prior, ctrl_c: CtrlC):
             perplexity=30.0 if args.perplexity is None else args.perplexity,
             beta=args.beta, alpha=args.alpha, combine=args.combine or "joint",
             method=args.method or "auto", n_iter=args.n_iter,
+            affinities=args.affinities, within_weight=args.within_weight,
             early_exaggeration_iter=(250 if args.exaggeration_iter is None
                                      else args.exaggeration_iter),
             random_state=args.seed, n_jobs=args.threads, verbose=not args.quiet)

@@ -12,8 +12,9 @@ import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 
-from .affinity import joint_affinities, n_neighbors_for
+from .affinity import n_neighbors_for
 from .checks import check_spread
+from .conditioning import check_affinity_params, input_affinities
 from .gradient import ConditionalGradient
 from .initialization import initial_embedding
 from .optimizer import OptimizerState, auto_learning_rate, gradient_descent
@@ -110,6 +111,23 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         "auto": exact search up to 10,000 points (200,000 with at most 15 features),
         pynndescent above (see :mod:`ctsne.neighbors` for the measurements).
     metric : str, default "euclidean"
+    affinities : {"auto", "standard", "balanced", "revised"}, default "auto"
+        How the input affinities P treat the prior (README, "Priors that separate the
+        data"). "standard": t-SNE's P. "balanced": each point's neighbours are drawn from
+        its own class and from the other classes separately, each list calibrated on its
+        own (:mod:`ctsne.balanced`), so that P connects classes the input space keeps
+        apart. "revised": Heiter et al.'s revised ct-SNE P, within- and across-label
+        lists with the within-label part scaled by α = ``within_weight``; with β' = 1
+        (``beta=1``) this is their method (plain t-SNE on the conditioned P), with the
+        default β' it combines P-side and Q-side conditioning. How α relates to β': at
+        the optimum a pair's embedding similarity follows p_ij / w_ij, so own-class
+        pairs weigh α relative to other pairs on the P side as they weigh β'/α' on the
+        Q side; the combination gives about α·β'/α'. "auto": the standard P, switched
+        to the balanced one when the prior separates the data (:mod:`ctsne.mixing`);
+        any other prior keeps exactly the standard P.
+    within_weight : float, optional
+        "balanced": the own-class share of each point's conditional affinities, in
+        (0, 1), default 0.5. "revised": α in (0, 1], default 0.5. Ignored otherwise.
     max_step_norm : float or None, default 5
         Cap on each point's step length per iteration.
     random_state : int, Generator or None
@@ -134,6 +152,12 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     prior_ : Prior or None
     P_ : csr_matrix (n, n)
         Input affinities, symmetric, summing to 1.
+    affinities_ : str
+        The affinities actually built: "standard", "balanced" or "revised".
+    prior_mixing_ : PriorMixing or None
+        Share of ``P_``'s mass across prior classes against random labels
+        (:class:`ctsne.mixing.PriorMixing`, ``to_dict()`` for JSON); None without a prior.
+        When "auto" switched, ``standard_mixing_`` holds the standard P's.
     n_iter_ : int
         Iterations run in total.
     timings_ : dict
@@ -166,6 +190,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         init="pca",
         neighbors: str = "auto",
         metric: str = "euclidean",
+        affinities: str = "auto",
+        within_weight: float | None = None,
         max_step_norm: float | None = 5.0,
         random_state=None,
         n_jobs: int | None = None,
@@ -188,6 +214,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self.init = init
         self.neighbors = neighbors
         self.metric = metric
+        self.affinities = affinities
+        self.within_weight = within_weight
         self.max_step_norm = max_step_norm
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -241,6 +269,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             raise ValueError(
                 f"neighbors must be 'auto', 'exact' or 'approx', got {self.neighbors!r}"
             )
+        check_affinity_params(self.affinities, self.within_weight)
         if self.beta is not None and self.alpha is not None:
             raise ValueError(f"give beta or alpha, not both (got beta={self.beta!r}, "
                              f"alpha={self.alpha!r}): the other follows from the class sizes")
@@ -293,12 +322,20 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
 
         with _threads(self.n_jobs):
             t0 = time.perf_counter()
+            by = classes
+            if by is None and self.prior_ is not None and self.affinities != "auto":
+                by = self.prior_.joint_codes()  # e.g. revised P with beta=1 (plain Q)
             if knn is None:
-                self.P_, self.perplexity_ = self._affinities(X), float(self.perplexity)
+                self.P_, self.perplexity_ = self._affinities(X, by), float(self.perplexity)
             else:
                 from .precomputed import knn_affinities
 
+                if self.affinities in ("balanced", "revised"):
+                    raise ValueError(f"affinities={self.affinities!r} searches its own "
+                                     "neighbours within and across classes; it cannot use "
+                                     "precomputed knn (use affinities='auto' or 'standard')")
                 self.P_, self.perplexity_ = knn_affinities(*knn, self.perplexity)
+                self._record_mixing(self.P_, by)
             self.training_data_ = X
             self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
             self._optimize_from(Y0)
@@ -340,7 +377,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             plain._optimize_from(self.initial_embedding_.copy())
         return plain
 
-    def _affinities(self, X: np.ndarray):
+    def _affinities(self, X: np.ndarray, classes: np.ndarray | None):
         t0 = time.perf_counter()
         bar = None
         if self.verbose:
@@ -349,14 +386,42 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         def progress(done, total):
             bar.update(done - bar.n)
 
-        P = joint_affinities(X, self.perplexity, neighbors=self.neighbors, metric=self.metric,
-                             random_state=self.random_state, n_jobs=self.n_jobs,
-                             progress=progress if bar is not None else None)
+        built = input_affinities(X, self.perplexity, classes, self.affinities,
+                                 self.within_weight, neighbors=self.neighbors,
+                                 metric=self.metric, random_state=self.random_state,
+                                 n_jobs=self.n_jobs,
+                                 progress=progress if bar is not None else None)
+        P, self.affinities_ = built.P, built.mode
+        self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
         if bar is not None:
             bar.close()
-            print(f"ctsne: affinities: {X.shape[0]} points, {P.nnz} non-zeros, "
-                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            print(f"ctsne: affinities ({built.mode}): {X.shape[0]} points, {P.nnz} "
+                  f"non-zeros, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            if built.standard_mixing is not None:
+                print(f"ctsne: standard {built.standard_mixing.summary()}: the prior separates "
+                      "the data, so P is label-balanced (affinities='balanced')",
+                      file=sys.stderr)
+            if built.mixing is not None:
+                print(f"ctsne: {built.mixing.summary()}", file=sys.stderr)
+        self._warn_if_separated(built.mode, built.mixing)
         return P
+
+    def _record_mixing(self, P, classes: np.ndarray | None) -> None:
+        """The diagnostic for a P built outside :func:`input_affinities` (precomputed knn)."""
+        from .mixing import prior_mixing
+
+        self.affinities_, self.standard_mixing_ = "standard", None
+        self.prior_mixing_ = None if classes is None else prior_mixing(P, classes)
+        self._warn_if_separated("standard", self.prior_mixing_)
+
+    @staticmethod
+    def _warn_if_separated(mode: str, mixing) -> None:
+        if mode == "standard" and mixing is not None and mixing.separates:
+            warnings.warn(
+                f"the prior separates the data: only {100 * mixing.cross:.1f} % of P's mass "
+                f"lies across classes (random labels: {100 * mixing.expected:.1f} %), so "
+                "ct-SNE cannot remove it; use affinities='balanced' "
+                "(CLI: --affinities balanced)", UserWarning, stacklevel=5)
 
     def _gradient(self) -> ConditionalGradient:
         method = self.method

@@ -1,0 +1,82 @@
+"""Label-balanced affinities against the standard kNN + P, on data the prior separates.
+
+    python benchmarks/bench_balanced.py --n 200000 --classes 5 500
+    flock /tmp/ctsne-bench.lock python benchmarks/bench_balanced.py --n 1000000
+
+The data: 20 Gaussian clusters in 10 dimensions (the structure to keep), repeated in
+every class with a class-specific shift (a batch effect that separates the classes). Times,
+in one run side by side: the standard P (:func:`ctsne.affinity.joint_affinities`), the
+balanced P alone (:func:`ctsne.balanced.balanced_affinities`), and ``affinities="auto"``
+(standard P, diagnostic, then the balanced P reusing the all-own-class standard lists).
+Appends JSON lines to ``benchmarks/results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ctsne.affinity import joint_affinities
+from ctsne.balanced import balanced_affinities
+from ctsne.conditioning import input_affinities
+
+HERE = Path(__file__).resolve().parent
+
+
+def separated_data(n: int, classes: int, dims: int, rng: np.random.Generator):
+    centres = rng.normal(scale=4.0, size=(20, dims))
+    shifts = rng.normal(scale=6.0, size=(classes, dims))
+    codes = rng.integers(0, classes, n)
+    X = centres[rng.integers(0, 20, n)] + shifts[codes] + rng.normal(size=(n, dims))
+    return X, codes
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[200_000])
+    ap.add_argument("--classes", type=int, nargs="+", default=[5, 500])
+    ap.add_argument("--dims", type=int, default=10)
+    ap.add_argument("--perplexity", type=float, default=30.0)
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args()
+    # compile the numba kernels outside the timings
+    Xw, cw = separated_data(3000, 5, args.dims, np.random.default_rng(1))
+    input_affinities(Xw, args.perplexity, cw, "auto")
+    balanced_affinities(Xw, cw, args.perplexity)
+    balanced_affinities(Xw, np.arange(3000) % 40, args.perplexity)
+    for n in args.n:
+        rng = np.random.default_rng(0)
+        for L in args.classes:
+            X, codes = separated_data(n, L, args.dims, rng)
+            _, t_std = timed(lambda: joint_affinities(X, args.perplexity))  # noqa: B023
+            _, t_bal = timed(lambda: balanced_affinities(X, codes, args.perplexity))  # noqa: B023
+            got, t_auto = timed(lambda: input_affinities(X, args.perplexity, codes, "auto"))  # noqa: B023
+            row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+                   "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                   "case": f"balanced-P-{n}", "classes": L, "dims": args.dims,
+                   "standard_s": t_std, "balanced_s": t_bal, "auto_s": t_auto,
+                   "auto_mode": got.mode,
+                   "standard_cross": got.standard_mixing.cross if got.standard_mixing
+                   else got.mixing.cross,
+                   "balanced_over_standard": t_bal / t_std, "auto_over_standard": t_auto / t_std}
+            print(json.dumps(row), flush=True)
+            if not args.no_record:
+                with open(HERE / "results.jsonl", "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Input affinities conditioned on the prior: label-balanced P and revised ct-SNE's P.
+
+Where the prior separates the data, a point's k nearest neighbours all lie in its own
+class, P has no mass across classes and ct-SNE's β' has nothing to act on. Both
+variants here give each point neighbour lists drawn from its own class and from the other
+classes separately, calibrate each list (block) on its own — a perplexity bisection on
+that block's distances, so that the nearest counterparts in a far class get real weight
+however far the class lies — mix the blocks with fixed weights per row and symmetrise
+``(C + Cᵀ)/2n`` as usual.
+
+``balanced`` (batch-balanced kNN, as BBKNN does for single-cell data)
+    Own class: k = 3·perplexity neighbours at the given perplexity, weight
+    ``within_weight`` (default 1/2). With at most :data:`PER_CLASS_UP_TO` other classes
+    every other class m is a block of ``min(k, max(K_MIN, ⌈k/(L−1)⌉))`` neighbours at
+    a perplexity scaled by the same factor (:func:`block_perplexity`), the blocks
+    sharing ``1 − within_weight`` in proportion to the class sizes; with more classes
+    all other classes form one pooled block of k neighbours at the given perplexity.
+``revised`` (Heiter, Kang, Seurinck & Lijffijt, IDA 2023)
+    A within-label block and one pooled across-label block, each of k neighbours at the
+    given perplexity; the within-label conditional affinities are multiplied by α
+    (``within_weight``, default 1/2) and rows renormalised:
+    ``p_{j|i} = (α p^within_{j|i} + p^across_{j|i}) / (1 + α)``. α < 1 down-weights the
+    own class; α = 1 gives both halves equal mass.
+
+Several priors are balanced on their joint classes (a point's own block: the points
+equal to it in every prior), with ``combine="joint"`` and ``combine="product"`` alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .affinity import calibrate, n_neighbors_for, symmetrize
+from .label_neighbors import other_class_neighbors, own_class_neighbors, pooled_other_neighbors
+
+__all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",
+           "block_perplexity", "default_within_weight"]
+
+# Up to this many other classes each gets a block of its own (L − 1 searches with a
+# small k, about one full search in all); above, the other classes are pooled.
+PER_CLASS_UP_TO = 8
+# Fewest neighbours of a per-class block (its perplexity is a third of that).
+K_MIN = 10
+
+
+def default_within_weight(mode: str) -> float:
+    """The own-class weight used when ``within_weight`` is None: 1/2 for both modes."""
+    if mode not in ("balanced", "revised"):
+        raise ValueError(f"no within-class weight for affinities={mode!r}")
+    return 0.5
+
+
+def block_perplexity(perplexity: float, width: int, k: int) -> float:
+    """Perplexity of a block of ``width`` of the ``k`` neighbours: scaled by ``width/k``, ≥ 1."""
+    return float(max(1.0, min(perplexity, perplexity * width / k)))
+
+
+def _calibrate_block(dist: np.ndarray, perplexity: float, k: int) -> np.ndarray:
+    """Row-stochastic weights of one block; empty slots (inf) get 0, empty rows stay 0."""
+    out = np.zeros_like(dist)
+    width = np.isfinite(dist).sum(axis=1)
+    for w in np.unique(width):
+        if w == 0:
+            continue
+        rows = np.flatnonzero(width == w)
+        # slots fill from the left, so a row with w entries has them in its first w columns
+        out[rows, :w] = calibrate(dist[rows, :w], block_perplexity(perplexity, w, k))
+    return out
+
+
+def _finish(idx_blocks, cond_blocks) -> sp.csr_matrix:
+    idx = np.ascontiguousarray(np.hstack(idx_blocks), dtype=np.int32
+                               if idx_blocks[0].shape[0] < np.iinfo(np.int32).max else np.int64)
+    cond = np.ascontiguousarray(np.hstack(cond_blocks))
+    cond /= cond.sum(axis=1, keepdims=True)  # rows whose own block is empty: all to others
+    return symmetrize(idx, cond)
+
+
+def _check_weight(w: float, name: str, upper_open: bool) -> float:
+    w = float(w)
+    ok = 0.0 < w < 1.0 if upper_open else 0.0 < w <= 1.0
+    if not np.isfinite(w) or not ok:
+        rng = "(0, 1)" if upper_open else "(0, 1]"
+        raise ValueError(f"within_weight must lie in {rng} for this mode, got {w!r}")
+    return w
+
+
+def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
+                        metric="euclidean", random_state=None, n_jobs=None,
+                        known=None) -> sp.csr_matrix:
+    """Label-balanced P: own-class and other-class neighbour blocks, calibrated apart.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    codes : ndarray of int (n,)
+        Prior classes 0..L−1 (L ≥ 2).
+    perplexity : float
+    within_weight : float in (0, 1), optional
+        Share of each point's conditional mass on its own class (default 1/2).
+    neighbors, metric, random_state, n_jobs
+        As in :func:`ctsne.neighbors.nearest_neighbors`.
+    known : tuple (idx, dist, mask), optional
+        A standard kNN table already computed; see
+        :func:`ctsne.label_neighbors.own_class_neighbors`.
+
+    Returns
+    -------
+    P : csr_matrix (n, n), symmetric, non-negative, summing to 1
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    n = len(codes)
+    w_own = _check_weight(default_within_weight("balanced") if within_weight is None
+                          else within_weight, "within_weight", upper_open=True)
+    k = n_neighbors_for(perplexity, n)
+    search = {"method": neighbors, "metric": metric, "random_state": random_state,
+              "n_jobs": n_jobs}
+    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
+    own = _calibrate_block(own_dist, perplexity, k) * w_own
+    sizes = np.bincount(codes)
+    L = len(sizes)
+    if L - 1 > PER_CLASS_UP_TO:
+        o_idx, o_dist = pooled_other_neighbors(X, codes, k, **search)
+        other = _calibrate_block(o_dist, perplexity, k) * (1.0 - w_own)
+        return _finish([own_idx, o_idx], [own, other])
+    k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
+    o_idx, o_dist = other_class_neighbors(X, codes, k_other, **search)
+    other = np.zeros_like(o_dist)
+    # the other-class blocks share 1 − w_own in proportion to their class sizes
+    block_class = np.arange(L - 1)[None, :] + (np.arange(L - 1)[None, :] >= codes[:, None])
+    share = sizes[block_class] / (n - sizes[codes])[:, None]
+    for t in range(L - 1):
+        cols = slice(t * k_other, (t + 1) * k_other)
+        other[:, cols] = _calibrate_block(o_dist[:, cols], perplexity, k) * (
+            (1.0 - w_own) * share[:, t:t + 1])
+    return _finish([own_idx, o_idx], [own, other])
+
+
+def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
+                       metric="euclidean", random_state=None, n_jobs=None,
+                       known=None) -> sp.csr_matrix:
+    """Revised ct-SNE's P (Heiter et al. 2023): within- and across-label blocks, α on the first.
+
+    Parameters
+    ----------
+    within_weight : float in (0, 1], optional
+        α, the factor on the within-label affinities (default 1/2): each row is
+        ``(α p^within + p^across) / (1 + α)``.
+    X, codes, perplexity, neighbors, metric, random_state, n_jobs, known
+        As in :func:`balanced_affinities`.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    n = len(codes)
+    alpha = _check_weight(default_within_weight("revised") if within_weight is None
+                          else within_weight, "within_weight", upper_open=False)
+    k = n_neighbors_for(perplexity, n)
+    search = {"method": neighbors, "metric": metric, "random_state": random_state,
+              "n_jobs": n_jobs}
+    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
+    o_idx, o_dist = pooled_other_neighbors(X, codes, k, **search)
+    own = _calibrate_block(own_dist, perplexity, k) * alpha
+    other = _calibrate_block(o_dist, perplexity, k)
+    return _finish([own_idx, o_idx], [own, other])

@@ -1,0 +1,286 @@
+"""Neighbour lists drawn from a point's own class and from the other classes separately.
+
+Three searches, each at most about one full kNN search in cost:
+
+* own class: one index per class (the class sizes sum to n);
+* each other class (few classes): class m's index answers the points of every other
+  class with a small k;
+* all other classes pooled (many classes): every class gets a binary code of
+  ⌈log₂ L⌉ bits; for each bit one index holds the points whose bit is 0 and one those
+  whose bit is 1, and each point asks the index of the opposite value. Two different
+  classes differ in some bit, so the union of a point's ⌈log₂ L⌉ lists holds its k
+  nearest points of all other classes; merging keeps those k. 2⌈log₂ L⌉ indices over n/2
+  points each, not L searches.
+
+Exact search (scikit-learn trees) or pynndescent as chosen by
+:func:`ctsne.neighbors.nearest_neighbors` for an index of that size. Empty slots (a class
+smaller than k) hold the point itself with distance ``inf``; callers give them weight 0.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .neighbors import APPROX_ABOVE, TREE_DIMS, TREE_MAX_N, nearest_neighbors
+
+__all__ = ["SearchIndex", "other_class_neighbors", "own_class_neighbors",
+           "pooled_other_neighbors"]
+
+_CHUNK = 20_000
+# Classes up to this size find their own-class lists by brute force in one call each:
+# hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of times.
+BRUTE_UP_TO = 2_000
+# A point of a class with at most EXTRA_UP_TO·k other points finds its nearest points of
+# all other classes in one search of k + n_c neighbours over every point (dropping its own
+# class's), instead of one search per bit.
+EXTRA_UP_TO = 2
+
+
+def _exact_for(n: int, p: int, method: str) -> bool:
+    if method == "auto":
+        return n <= APPROX_ABOVE or (p <= TREE_DIMS and n <= TREE_MAX_N)
+    if method not in ("exact", "approx"):
+        raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")
+    return method == "exact"
+
+
+class SearchIndex:
+    """A kNN index over ``X[rows]`` answering queries in global point numbers.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    rows : ndarray of int
+        The points the index holds.
+    method, metric, random_state, n_jobs
+        As in :func:`ctsne.neighbors.nearest_neighbors`.
+    """
+
+    def __init__(self, X, rows, method="auto", metric="euclidean", random_state=None,
+                 n_jobs=None):
+        self.rows = np.asarray(rows)
+        self.exact = _exact_for(len(self.rows), X.shape[1], method)
+        data = X[self.rows]
+        jobs = -1 if n_jobs is None else n_jobs
+        if self.exact:
+            from sklearn.neighbors import NearestNeighbors
+
+            self._nn = NearestNeighbors(metric=metric, n_jobs=jobs).fit(data)
+        else:
+            from pynndescent import NNDescent
+
+            self._nn = NNDescent(data, n_neighbors=min(30, len(self.rows) - 1) or 1,
+                                 metric=metric, random_state=random_state, n_jobs=jobs,
+                                 low_memory=True)
+            self._nn.prepare()
+
+    def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest indexed points of each row of ``Q`` (global numbers)."""
+        idx = np.empty((len(Q), k), dtype=np.int64)
+        dist = np.empty((len(Q), k))
+        for start in range(0, len(Q), _CHUNK):
+            stop = min(len(Q), start + _CHUNK)
+            if self.exact:
+                d, i = self._nn.kneighbors(Q[start:stop], n_neighbors=k)
+            else:
+                i, d = self._nn.query(Q[start:stop], k=k)
+            idx[start:stop], dist[start:stop] = self.rows[i], d
+        return idx, dist
+
+
+def _empty(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """A table of empty slots: each row points at itself, distance inf."""
+    return (np.repeat(np.arange(n, dtype=np.int64)[:, None], k, axis=1),
+            np.full((n, k), np.inf))
+
+
+def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_state=None,
+                        n_jobs=None, known=None):
+    """Each point's ``k`` nearest points of its own class.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    codes : ndarray of int (n,)
+        Class 0..L−1 of each point.
+    k : int
+    known : tuple (idx, dist, mask), optional
+        A standard kNN table (n, k) and the rows whose list is all own-class: those rows
+        already hold their answer and are not searched again (exact search only; the
+        approximate index computes every row's list as it builds).
+
+    Returns
+    -------
+    idx : ndarray of int64 (n, k), dist : ndarray (n, k)
+        A class with fewer than k + 1 points fills the rest with empty slots.
+    """
+    n = len(codes)
+    idx, dist = _empty(n, k)
+    for c in range(int(codes.max()) + 1):
+        rows = np.flatnonzero(codes == c)
+        kc = min(k, len(rows) - 1)
+        if kc < 1:
+            continue
+        todo = rows
+        if known is not None and _exact_for(len(rows), X.shape[1], method):
+            kidx, kdist, mask = known
+            done = rows[mask[rows]]
+            idx[done, :kc], dist[done, :kc] = kidx[done, :kc], kdist[done, :kc]
+            todo = rows[~mask[rows]]
+            if len(todo) == 0:
+                continue
+            index = SearchIndex(X, rows, "exact", metric, random_state, n_jobs)
+            # k + 1: the point itself is among its own class's points
+            i, d = index.query(X[todo], kc + 1)
+            i, d = _drop_self(i, d, todo)
+            idx[todo, :kc], dist[todo, :kc] = i, d
+            continue
+        if len(rows) <= BRUTE_UP_TO:
+            i, d = _brute_within(X[rows], kc, metric)
+        else:
+            i, d = nearest_neighbors(X[rows], kc, method=method, metric=metric,
+                                     random_state=random_state, n_jobs=n_jobs)
+        idx[rows, :kc], dist[rows, :kc] = rows[i], d
+    return idx, dist
+
+
+def _brute_within(Xc, k, metric):
+    """Each row's ``k`` nearest other rows of ``Xc`` from the full distance matrix."""
+    from sklearn.metrics import pairwise_distances
+
+    D = pairwise_distances(Xc, metric=metric, n_jobs=1)
+    np.fill_diagonal(D, np.inf)
+    part = np.argpartition(D, k - 1, axis=1)[:, :k] if k < len(Xc) - 1 else \
+        np.argsort(D, axis=1)[:, :k]
+    order = np.argsort(np.take_along_axis(D, part, axis=1), axis=1, kind="stable")
+    i = np.take_along_axis(part, order, axis=1)
+    return i, np.take_along_axis(D, i, axis=1)
+
+
+def _drop_self(idx, dist, rows):
+    """Remove each row's own point from a (m, k + 1) answer (else its farthest entry)."""
+    is_self = idx == rows[:, None]
+    is_self[~is_self.any(axis=1), -1] = True
+    keep = ~is_self
+    m = len(rows)
+    return idx[keep].reshape(m, -1), dist[keep].reshape(m, -1)
+
+
+def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
+                          random_state=None, n_jobs=None):
+    """For every other class m, each point's ``k_other`` nearest points of class m.
+
+    Returns
+    -------
+    idx : ndarray of int64 (n, (L − 1)·k_other), dist : ndarray
+        Block t (columns t·k_other …) of a point of class c holds class ``t`` if t < c,
+        else class ``t + 1``; a class with fewer points fills the rest with empty slots.
+    """
+    n = len(codes)
+    L = int(codes.max()) + 1
+    idx, dist = _empty(n, (L - 1) * k_other)
+    for m in range(L):
+        rows = np.flatnonzero(codes == m)
+        km = min(k_other, len(rows))
+        others = np.flatnonzero(codes != m)
+        if km < 1 or len(others) == 0:
+            continue
+        i, d = SearchIndex(X, rows, method, metric, random_state, n_jobs).query(X[others], km)
+        # the block of class m is m − 1 for rows of a smaller class, m for a larger one
+        block = np.where(codes[others] < m, m - 1, m)
+        cols = block[:, None] * k_other + np.arange(km)[None, :]
+        idx[others[:, None], cols] = i
+        dist[others[:, None], cols] = d
+    return idx, dist
+
+
+def class_bits(L: int) -> int:
+    """Bits of the binary class codes: ⌈log₂ L⌉ (at least 1)."""
+    return max(1, int(np.ceil(np.log2(L))))
+
+
+@numba.njit(parallel=True, cache=True)
+def _merge_rows(cand_idx, cand_dist, k, out_idx, out_dist):
+    n, m = cand_idx.shape
+    for i in numba.prange(n):
+        order = np.argsort(cand_dist[i], kind="mergesort")
+        t = 0
+        for a in range(m):
+            j = cand_idx[i, order[a]]
+            if cand_dist[i, order[a]] == np.inf:
+                break
+            seen = False
+            for b in range(t):
+                if out_idx[i, b] == j:
+                    seen = True
+                    break
+            if seen:
+                continue
+            out_idx[i, t] = j
+            out_dist[i, t] = cand_dist[i, order[a]]
+            t += 1
+            if t == k:
+                break
+
+
+def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
+                           random_state=None, n_jobs=None):
+    """Each point's ``k`` nearest points among all other classes, by ⌈log₂ L⌉ bit splits.
+
+    Returns
+    -------
+    idx : ndarray of int64 (n, k), dist : ndarray (n, k)
+        Empty slots where fewer than k points lie in other classes.
+    """
+    n = len(codes)
+    sizes = np.bincount(codes)
+    L = len(sizes)
+    idx, dist = _empty(n, k)
+    small = sizes[codes] - 1 <= EXTRA_UP_TO * k
+    if small.any():
+        _one_search(X, codes, k, np.flatnonzero(small), sizes, idx, dist,
+                    (method, metric, random_state, n_jobs))
+    large = np.flatnonzero(~small)
+    if len(large) == 0:
+        return idx, dist
+    bits = class_bits(L)
+    cand_idx, cand_dist = _empty(n, bits * k)
+    for b in range(bits):
+        bit = (codes >> b) & 1
+        for v in (0, 1):
+            rows = np.flatnonzero(bit == v)
+            askers = large[bit[large] != v]
+            kb = min(k, len(rows))
+            if kb < 1 or len(askers) == 0:
+                continue
+            i, d = SearchIndex(X, rows, method, metric, random_state, n_jobs).query(
+                X[askers], kb)
+            cand_idx[askers, b * k:b * k + kb] = i
+            cand_dist[askers, b * k:b * k + kb] = d
+    if bits == 1:
+        idx[large], dist[large] = cand_idx[large], cand_dist[large]
+        return idx, dist
+    out_idx, out_dist = _empty(len(large), k)
+    _merge_rows(cand_idx[large], cand_dist[large], k, out_idx, out_dist)
+    idx[large], dist[large] = out_idx, out_dist
+    return idx, dist
+
+
+def _one_search(X, codes, k, rows, sizes, idx, dist, search):
+    """Other-class lists of ``rows`` from one search of k + n_c neighbours over all points.
+
+    Among a point's k + n_c nearest points (itself included) at most n_c are of its own
+    class, so at least k are of other classes, and they are its k nearest of those.
+    """
+    n = len(codes)
+    k_all = int(min(n, k + sizes[codes[rows]].max()))
+    i, d = SearchIndex(X, np.arange(n), *search).query(X[rows], k_all)
+    other = codes[i] != codes[rows][:, None]
+    # a stable sort moves each row's other-class entries to the front, nearest first
+    order = np.argsort(~other, axis=1, kind="stable")[:, :k]
+    keep = np.take_along_axis(other, order, axis=1)
+    i = np.take_along_axis(i, order, axis=1)
+    d = np.where(keep, np.take_along_axis(d, order, axis=1), np.inf)
+    idx[rows] = np.where(keep, i, rows[:, None])
+    dist[rows] = d

@@ -1,0 +1,233 @@
+"""Label-balanced and revised affinities, the pooled other-class search, and "auto"."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from ctsne import ConditionalTSNE, label_neighbors
+from ctsne.affinity import joint_affinities
+from ctsne.balanced import balanced_affinities, revised_affinities
+from ctsne.conditioning import input_affinities
+from ctsne.label_neighbors import pooled_other_neighbors
+from ctsne.metrics import knn_label_homogeneity
+
+
+def _bisect(d2: np.ndarray, perplexity: float) -> np.ndarray:
+    """Gaussian weights on squared distances with the given perplexity (plain bisection)."""
+    if len(d2) == 1:
+        return np.ones(1)
+    lo, hi = 1e-12, 1e12
+    for _ in range(100):
+        beta = np.sqrt(lo * hi)
+        w = np.exp(-(d2 - d2.min()) * beta)
+        p = w / w.sum()
+        H = -np.sum(p[p > 0] * np.log(p[p > 0]))
+        if H > np.log(perplexity):
+            lo = beta
+        else:
+            hi = beta
+    return p
+
+
+def _block(D, i, members, width, perplexity):
+    """Row i's ``width`` nearest ``members`` and their calibrated weights."""
+    members = members[members != i]
+    near = members[np.argsort(D[i, members])[:width]]
+    return near, _bisect(D[i, near] ** 2, perplexity)
+
+
+def _separated(rng, n=120, sizes=(50, 45, 25), shift=40.0):
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    X = rng.normal(size=(sum(sizes), 4)) + shift * codes[:, None]
+    return X, codes
+
+
+def _check_P(P, codes):
+    n = len(codes)
+    assert abs(P.sum() - 1) < 1e-12 and P.min() >= 0
+    assert abs(P - P.T).max() < 1e-15
+    assert P.diagonal().max() == 0
+    C = P.tocoo()
+    cross = np.zeros(n, dtype=bool)
+    cross[C.row[codes[C.row] != codes[C.col]]] = True
+    assert cross.all(), "every point needs neighbours in other classes"
+
+
+def test_balanced_blocks_match_a_dense_computation(rng):
+    X, codes = _separated(rng)
+    n, perp, w = len(codes), 5.0, 0.4  # k = 15; other blocks of 10 at perplexity 10/3
+    P = balanced_affinities(X, codes, perp, within_weight=w, neighbors="exact")
+    _check_P(P, codes)
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    sizes = np.bincount(codes)
+    C = np.zeros((n, n))
+    for i in range(n):
+        c = codes[i]
+        own = np.flatnonzero(codes == c)
+        width = min(15, len(own) - 1)
+        near, p = _block(D, i, own, width, max(1.0, perp * width / 15))
+        C[i, near] = w * p
+        for m in set(range(3)) - {c}:
+            members = np.flatnonzero(codes == m)
+            width = min(10, len(members))
+            near, p = _block(D, i, members, width, max(1.0, perp * width / 15))
+            C[i, near] = (1 - w) * sizes[m] / (n - sizes[c]) * p
+    np.testing.assert_allclose(P.toarray(), (C + C.T) / (2 * n), rtol=1e-6, atol=1e-12)
+
+
+def test_revised_matches_a_dense_computation(rng):
+    X, codes = _separated(rng, sizes=(40, 30, 20, 10))
+    n, perp, alpha = len(codes), 4.0, 0.3  # k = 12
+    P = revised_affinities(X, codes, perp, within_weight=alpha, neighbors="exact")
+    _check_P(P, codes)
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    C = np.zeros((n, n))
+    for i in range(n):
+        own = np.flatnonzero(codes == codes[i])
+        width = min(12, len(own) - 1)
+        near, p = _block(D, i, own, width, max(1.0, perp * width / 12))
+        C[i, near] = alpha * p / (1 + alpha)
+        near, p = _block(D, i, np.flatnonzero(codes != codes[i]), 12, perp)
+        C[i, near] = p / (1 + alpha)
+    np.testing.assert_allclose(P.toarray(), (C + C.T) / (2 * n), rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("k, n_indices, rows_indexed", [
+    (3, 2 * 6, 6 * 400),  # classes of 10 > 2k + 1: two indices per bit, ⌈log₂ 40⌉ = 6 bits
+    (10, 1, 400),  # classes of 10 ≤ 2k + 1: one search of k + 10 over all points
+])
+def test_pooled_search_is_exact_and_uses_few_indices(k, n_indices, rows_indexed, rng,
+                                                     monkeypatch):
+    L, n = 40, 400
+    codes = rng.permutation(np.arange(n) % L)
+    X = rng.normal(size=(n, 3)) + 0.5 * codes[:, None]
+    built = []
+
+    class Counting(label_neighbors.SearchIndex):
+        def __init__(self, X, rows, *args, **kwargs):
+            built.append(len(rows))
+            super().__init__(X, rows, *args, **kwargs)
+
+    monkeypatch.setattr(label_neighbors, "SearchIndex", Counting)
+    idx, dist = pooled_other_neighbors(X, codes, k, method="exact")
+    assert len(built) == n_indices and sum(built) == rows_indexed  # not 40 searches
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    D[codes[:, None] == codes[None, :]] = np.inf
+    ref = np.argsort(D, axis=1)[:, :k]
+    np.testing.assert_array_equal(np.sort(idx, axis=1), np.sort(ref, axis=1))
+    np.testing.assert_allclose(dist, np.take_along_axis(D, ref, axis=1), rtol=1e-10)
+    # with 40 classes the balanced P pools the other classes the same way
+    _check_P(balanced_affinities(X, codes, k / 3, neighbors="exact"), codes)
+
+
+def test_reused_standard_lists_give_the_same_balanced_p(rng):
+    from ctsne.neighbors import nearest_neighbors
+
+    X, codes = _separated(rng, sizes=(60, 60), shift=1.5)
+    idx, dist = nearest_neighbors(X, 15, method="exact")
+    mask = np.all(codes[idx] == codes[:, None], axis=1)
+    assert 0 < mask.sum() < len(mask)  # some rows reuse their list, others search
+    a = balanced_affinities(X, codes, 5.0, neighbors="exact", known=(idx, dist, mask))
+    b = balanced_affinities(X, codes, 5.0, neighbors="exact")
+    np.testing.assert_allclose(a.toarray(), b.toarray(), rtol=1e-12, atol=1e-15)
+    X, codes = _separated(rng, sizes=(60, 60), shift=6.0)
+    got = input_affinities(X, 5.0, codes, "auto", neighbors="exact")
+    assert got.mode == "balanced" and got.standard_mixing.separates
+    assert got.mixing.cross > 0.4
+
+
+def test_auto_keeps_the_standard_p_for_the_paper_example():
+    from ctsne.datasets import make_synthetic
+
+    data = make_synthetic(random_state=0)
+    P0 = joint_affinities(data.X, 30.0)
+    for prior in (data.f14, data.f56, data.f16):
+        got = input_affinities(data.X, 30.0, prior, "auto")
+        assert got.mode == "standard" and not got.mixing.separates
+        assert (got.P != P0).nnz == 0  # bit for bit
+    model = ConditionalTSNE(early_exaggeration_iter=0, n_iter=0, random_state=0)
+    model.fit(data.X, data.f14)
+    assert model.affinities_ == "standard" and model.prior_mixing_.ratio > 0.1
+
+
+def test_auto_removes_a_separating_prior_that_standard_keeps(rng):
+    """Two batches: the same three clusters, one batch shifted far away."""
+    n = 300
+    cluster = rng.integers(0, 3, n)
+    batch = rng.integers(0, 2, n)
+    X = 4.0 * np.eye(5)[cluster] + rng.normal(scale=0.5, size=(n, 5))
+    X[batch == 1, 3:] += 8.0
+    fast = {"method": "exact", "random_state": 0, "early_exaggeration_iter": 100,
+            "n_iter": 200}
+    with pytest.warns(UserWarning, match="affinities='balanced'"):
+        std = ConditionalTSNE(affinities="standard", **fast).fit(X, batch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        auto = ConditionalTSNE(**fast).fit(X, batch)
+    assert auto.affinities_ == "balanced" and std.affinities_ == "standard"
+    assert std.prior_mixing_.separates and not auto.prior_mixing_.separates
+    chance = float(np.sum((np.bincount(batch) / n) ** 2))
+    assert knn_label_homogeneity(std.embedding_, batch, 10) > 0.9
+    assert knn_label_homogeneity(auto.embedding_, batch, 10) < chance + 0.1
+    assert knn_label_homogeneity(auto.embedding_, cluster, 10) > 0.9
+
+
+@pytest.mark.parametrize("mode, w, beta, cross", [
+    ("revised", 0.25, 1.0, 1 / 1.25),  # Heiter et al.: revised P, plain t-SNE Q
+    ("revised", None, 0.01, 1 / 1.5),  # combined with ct-SNE's β'
+    ("balanced", 0.3, 0.01, 0.7),
+])
+def test_each_row_puts_the_set_share_across(mode, w, beta, cross, rng):
+    X, codes = _separated(rng, sizes=(30, 20, 25))
+    model = ConditionalTSNE(affinities=mode, within_weight=w, beta=beta, n_iter=0,
+                            early_exaggeration_iter=0, perplexity=5).fit(X, codes)
+    assert model.affinities_ == mode and model.beta_ == pytest.approx(beta)
+    # symmetrising keeps the total across classes: exactly the rows' share
+    assert model.prior_mixing_.cross == pytest.approx(cross, rel=1e-9)
+
+
+@pytest.mark.parametrize("combine", ["joint", "product"])
+def test_several_priors_are_balanced_on_their_joint_classes(combine, rng):
+    X, codes = _separated(rng, sizes=(30, 20, 25, 15))
+    two = np.column_stack([codes // 2, codes % 2])  # the joint classes are the codes
+    model = ConditionalTSNE(affinities="balanced", combine=combine, n_iter=0,
+                            early_exaggeration_iter=0, perplexity=5).fit(X, two)
+    ref = balanced_affinities(X, codes, 5.0)
+    np.testing.assert_allclose(model.P_.toarray(), ref.toarray(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"affinities": "bbknn"}, "affinities must be one of"),
+    ({"within_weight": 1.5}, "within_weight must be"),
+    ({"within_weight": "a"}, "within_weight must be"),
+    ({"affinities": "balanced", "within_weight": 1.0}, "no weight"),
+])
+def test_bad_affinity_options_are_rejected(params, match, rng):
+    with pytest.raises(ValueError, match=match):
+        ConditionalTSNE(**params).fit(rng.normal(size=(50, 3)), np.arange(50) % 2)
+
+
+def test_cli_passes_the_affinity_options(tmp_path, monkeypatch, capsys):
+    import pickle
+
+    from ctsne.cli import main
+
+    rng = np.random.default_rng(0)
+    X, codes = _separated(rng, sizes=(40, 40), shift=20.0)
+    lines = ["a,b,c,d,batch"] + [",".join(map(str, [*x, c])) for x, c in zip(X, codes,
+                                                                           strict=True)]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["embed", "d.csv", "--prior", "batch", "-o", "e.csv", "--perplexity", "5",
+            "--n-iter", "10", "--exaggeration-iter", "10", "--seed", "0", "--threads", "1",
+            "-q"]
+    assert main([*base, "--affinities", "revised", "--within-weight", "0.3",
+                 "--save-model", "m.pkl"]) == 0
+    with open("m.pkl", "rb") as fh:
+        model = pickle.load(fh)
+    assert model.affinities_ == "revised" and model.within_weight == 0.3
+    assert model.prior_mixing_.cross > 0.5  # 1 / (1 + α) of each row lies across
+    assert main([*base, "-f", "--within-weight", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "within_weight must be" in err[0], err
