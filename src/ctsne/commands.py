@@ -48,6 +48,7 @@ def embed(args) -> int:
     paths = [Path(args.input).resolve(), *(p.resolve() for p in outputs)]
     if len(set(paths)) < len(paths):
         raise io.DataError("the input and output files must all be different")
+    io.forget_finished()  # an abort removes only what this command writes
     ctrl_c = CtrlC()
     with ctrl_c.installed(), warnings.catch_warnings():
         if args.quiet:
@@ -119,7 +120,6 @@ def _embed(args, ctrl_c: CtrlC) -> int:
         plain = model.tsne_counterpart()
     io.write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
                        args.force, table.adata, feats)
-    ctrl_c.written.append(str(args.output))
     if args.save_model:
         import pickle
 
@@ -133,7 +133,6 @@ def _embed(args, ctrl_c: CtrlC) -> int:
         model.standardized_ = bool(args.standardize)
         with io.atomic_path(args.save_model, args.force) as tmp, open(tmp, "wb") as fh:
             pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        ctrl_c.written.append(str(args.save_model))
     if args.plot:
         from . import plotting
 
@@ -148,8 +147,7 @@ def _embed(args, ctrl_c: CtrlC) -> int:
             fig = plotting.plot_embedding(Y, colors, markers, title=title, color_name=color,
                                           marker_name=args.marker, random_state=0).figure
         plotting.save_figure(fig, args.plot, args.force)
-        ctrl_c.written.append(str(args.plot))
-    ctrl_c.written.clear()  # all written: an abort from here on keeps the files
+    io.forget_finished()  # all written: an abort from here on keeps the files
     if Path(args.output).suffix == ".npy" and (args.id or table.n_rows < n_read):
         _note(args, "note: .npy holds the embedding only; use .npz to keep the row ids")
     weights = (f", α'={_fmt(model.alpha_)}, β'={_fmt(model.beta_)}" if args.prior else "")

@@ -26,7 +26,6 @@ class CtrlC:
     def __init__(self):
         self.optimising = False
         self.stop = False
-        self.written: list[str] = []
 
     def callback(self, iteration, kl, Y) -> bool:
         return self.stop
@@ -44,10 +43,7 @@ class CtrlC:
 
         from . import io
 
-        io.remove_unfinished()
-        for path in self.written:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        io.remove_unfinished()  # the files being written and those this command wrote
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
         os.write(2, b"\nctsne: interrupted; no partial files were left\n")

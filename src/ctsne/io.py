@@ -38,6 +38,7 @@ __all__ = [
     "read_embedding",
     "read_ids",
     "read_table",
+    "forget_finished",
     "remove_unfinished",
     "write_columns",
     "write_embedding",
@@ -415,13 +416,22 @@ def check_output(path: str | os.PathLike, force: bool = False, kinds: Sequence[s
 # (temporary, final) paths of the files being written now: an abort (double Ctrl-C, which
 # ends the process without unwinding) removes them, see remove_unfinished
 _WRITING: set[tuple[str, str]] = set()
+# final paths atomic_path has completed since the last forget_finished(); kept here, not by
+# the caller, so that no moment exists where a finished file is in neither list
+_FINISHED: list[str] = []
+
+
+def forget_finished() -> None:
+    """Keep the files written so far: a later :func:`remove_unfinished` leaves them."""
+    _FINISHED.clear()
 
 
 def remove_unfinished() -> None:
     """Remove the files :func:`atomic_path` is writing now (for an abort that cannot unwind).
 
     A temporary file is removed; if it has already been moved onto its final path, that
-    file is removed instead (it was written by this process, which is being aborted).
+    file is removed instead (it was written by this process, which is being aborted), and
+    so is every file completed since the last :func:`forget_finished`.
     """
     for tmp, final in list(_WRITING):
         with contextlib.suppress(OSError):
@@ -429,6 +439,9 @@ def remove_unfinished() -> None:
                 os.unlink(tmp)
             else:
                 os.unlink(final)
+    for final in list(_FINISHED):
+        with contextlib.suppress(OSError):
+            os.unlink(final)
 
 
 @contextlib.contextmanager
@@ -454,6 +467,7 @@ def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
         if path.exists() and not force:  # appeared while we were working
             raise DataError(f"{path} exists; pass --force to overwrite it")
         os.replace(tmp, path)
+        _FINISHED.append(str(path))
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
