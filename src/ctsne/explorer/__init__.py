@@ -1,4 +1,8 @@
-"""``ctsne explore``: the paper's iterative analysis (§3.1) as a local web page.
+"""``ctsne explore`` / ``ctsne.explore()``: the paper's iterative analysis (§3.1) as a
+local web page.
+
+(The subpackage is ``explorer`` so that it does not shadow the function ``ctsne.explore``
+once imported.)
 
 Look at the map, select a cluster, rank the features that set it apart, factor the
 dominant one out with ct-SNE, look again. Needs the optional extra
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["explore", "ExploreHandle", "require_bokeh"]
+__all__ = ["explore", "serve", "ExploreHandle", "require_bokeh"]
 
 
 def require_bokeh() -> None:
@@ -96,10 +100,7 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
     """
     require_bokeh()
     from ..estimator import ConditionalTSNE, _check_X
-    from .app import make_document
-    from .controller import Explorer
-    from .server import ExploreServer
-    from .session import Session, Step
+    from .session import Session
 
     X = _check_X(X)
     n = len(X)
@@ -109,15 +110,31 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
                 _labels_from(data, n))
     priors = [prior] if isinstance(prior, str) else list(prior or [])
     model = ConditionalTSNE(beta=beta, **params)
+    return serve(s, model, priors, beta, embedding=embedding, session=session,
+                 out_dir=out_dir, port=port, open_browser=open_browser)
+
+
+def serve(s, model, priors: Sequence[str] = (), beta: float = 0.01, *, embedding=None,
+          session=None, out_dir="ctsne-explore", port: int | None = None,
+          open_browser: bool = False) -> ExploreHandle:
+    """Give the session ``s`` its first map (saved ``session`` steps, a given ``embedding``
+    or a fit of ``model`` with ``priors``) and serve it; see :func:`explore`."""
+    require_bokeh()
+    from .app import make_document
+    from .controller import Explorer
+    from .server import ExploreServer
+    from .session import Step
+
+    priors = list(priors)
     if session is not None:
         s.load_steps(session)
     elif embedding is not None:
         Y = np.asarray(embedding, dtype=np.float64)
-        if Y.shape != (n, 2) or not np.all(np.isfinite(Y)):
-            raise ValueError(f"embedding must be a finite ({n}, 2) array, got {Y.shape}")
+        if Y.shape != (s.n, 2) or not np.all(np.isfinite(Y)):
+            raise ValueError(f"the first map must be a finite ({s.n}, 2) array, got {Y.shape}")
         s.add_step(Step(priors, beta if priors else 1.0, Y))
     if not s.steps:
-        model.fit(X, s.prior_arrays(priors))
+        model.fit(s.X, s.prior_arrays(priors))
         s.add_step(Step(priors, beta if priors else 1.0, model.embedding_.copy(),
                         model.kl_divergence_, n_iter=model.n_iter_))
     explorer = Explorer(s, model, out_dir)

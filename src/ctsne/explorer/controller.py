@@ -1,6 +1,6 @@
 """What the page's buttons do, without the page: factor out, poll the run, export.
 
-:class:`Explorer` owns the :class:`~ctsne.explore.session.Session`, the model whose
+:class:`Explorer` owns the :class:`~ctsne.explorer.session.Session`, the model whose
 affinities every step shares, the one background run at a time, and the output folder
 (fixed at start: the browser never names a file).
 """

@@ -3,7 +3,7 @@
 One :class:`Session` holds the data (features ``X`` and their names, row ids, label
 columns) and the list of :class:`Step` s. A step is one map: the prior it factored out,
 β', its embedding, and the selection made on it with that selection's ranking. The page
-(:mod:`ctsne.explore.app`) only calls these methods, so everything the user can do is
+(:mod:`ctsne.explorer.app`) only calls these methods, so everything the user can do is
 testable here without a browser.
 """
 
