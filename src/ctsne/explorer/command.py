@@ -45,7 +45,9 @@ def run(args) -> int:
     for note in feats.notes:
         print(f"ctsne: note: {note}", file=sys.stderr)
     used = set() if table.matrix is not None else {n.split("=")[0] for n in feats.names}
-    labels = {c: v for c, v in table.columns.items() if c not in used or c in args.prior}
+    # text columns stay labels even when one-hot encoded as features (colour, prior)
+    labels = {c: v for c, v in table.columns.items()
+              if c not in used or c in args.prior or v.dtype == object}
     session = Session(feats.X, feats.names, table.ids, labels)
     first = _first_map(args.embedding, table.ids) if args.embedding else None
     model = ConditionalTSNE(beta=args.beta, perplexity=args.perplexity, n_iter=args.n_iter,

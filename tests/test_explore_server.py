@@ -1,0 +1,103 @@
+"""The explore server: the token gate (urllib against the running server), local BokehJS,
+and ``ctsne explore`` from the command line."""
+
+import re
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+import ctsne.explorer as pkg
+from ctsne.cli import main
+from ctsne.explorer import command as command_mod
+from ctsne.explorer import explore
+
+
+def _get(url, headers=None):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}),
+                                    timeout=30) as r:
+            return r.status, r.read().decode(), r.headers.get_all("Set-Cookie") or []
+    except urllib.error.HTTPError as exc:
+        return exc.code, "", []
+
+
+@pytest.fixture(scope="module")
+def handle(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    Y = rng.normal(size=(60, 2))
+    h = explore(X, data={"g": np.repeat(["a", "b"], 30)}, embedding=Y,
+                out_dir=tmp_path_factory.mktemp("out"))
+    yield h
+    h.stop()
+
+
+def test_every_request_needs_the_token(handle):
+    server = handle.server
+    base = f"http://127.0.0.1:{server.port}"
+    status, page, cookies = _get(handle.url)
+    assert status == 200 and "Bokeh" in page
+    assert cookies and cookies[0].startswith(f"{server.cookie_name}={server.token};")
+    assert "HttpOnly" in cookies[0] and "SameSite=Strict" in cookies[0]
+    scripts = re.findall(r'<script[^>]+src="([^"]+)"', page)
+    assert scripts and all(s.startswith("/static/") for s in scripts)  # no CDN
+    assert "cdn.bokeh.org" not in page
+    wrong = "x" * len(server.token)
+    for url in (base + "/explore", base + f"/explore?token={wrong}", base + scripts[0],
+                base + "/explore/ws", base + "/", base + "/nothing"):
+        assert _get(url)[0] == 403, url
+    assert _get(base + "/explore", {"Cookie": f"{server.cookie_name}={wrong}"})[0] == 403
+    # the page's own requests carry the cookie
+    assert _get(base + scripts[0], {"Cookie": f"{server.cookie_name}={server.token}"})[0] == 200
+    assert _get(base + "/explore", {"Cookie": f"{server.cookie_name}={server.token}"})[0] == 200
+
+
+def test_server_listens_on_loopback_only(handle):
+    assert handle.url.startswith("http://127.0.0.1:")
+    assert handle.server.address == "127.0.0.1"
+
+
+def test_cli_serves_a_precomputed_map_until_ctrl_c(tmp_path, monkeypatch, capsys):
+    rng = np.random.default_rng(1)
+    n = 40
+    data = tmp_path / "d.csv"
+    data.write_text("name,a,b,grp\n" + "".join(
+        f"r{i},{rng.normal():.4f},{rng.normal():.4f},{'xy'[i % 2]}\n" for i in range(n)))
+    emb = tmp_path / "e.csv"
+    emb.write_text("id,ctsne1,ctsne2\n" + "".join(
+        f"r{i},{i},{-i}\n" for i in reversed(range(n))))
+    seen = {}
+
+    def stop_now(seconds):
+        seen["status"] = _get(seen["url"])[0]
+        raise KeyboardInterrupt
+
+    real_serve = pkg.serve
+
+    def spy_serve(*args, **kw):  # command.run imports serve from the package when it runs
+        h = real_serve(*args, **kw)
+        seen["url"], seen["session"] = h.url, h.explorer.session
+        return h
+
+    monkeypatch.setattr(pkg, "serve", spy_serve)
+    monkeypatch.setattr(command_mod.time, "sleep", stop_now)
+    code = main(["explore", str(data), "--id", "name", "--embedding", str(emb),
+                 "--no-browser", "--out", str(tmp_path / "out")])
+    assert code == 0 and seen["status"] == 200
+    out = capsys.readouterr().out
+    assert seen["url"] in out
+    s = seen["session"]
+    assert s.feature_names == ["a", "b", "grp=x", "grp=y"]
+    assert list(s.labels) == ["grp"]  # a one-hot encoded text column stays a label
+    # the map was aligned by id: row r5 sits at (5, -5) though the file lists it reversed
+    row = list(s.ids).index("r5")
+    assert tuple(s.steps[0].embedding[row]) == (5.0, -5.0)
+
+
+def test_cli_names_a_missing_prior_column_before_serving(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n1,2\n3,4\n5,7\n")
+    assert main(["explore", str(data), "--prior", "nope", "--no-browser"]) == 2
+    assert "no column 'nope'" in capsys.readouterr().err
