@@ -147,7 +147,7 @@ class _Page:
         from bokeh.models import HoverTool
         from bokeh.plotting import figure
 
-        fig = figure(width=560, height=520, output_backend="webgl", name=f"fig_{name}",
+        fig = figure(width=470, height=470, output_backend="webgl", name=f"fig_{name}",
                      tools="pan,wheel_zoom,box_select,lasso_select,tap,reset",
                      active_scroll="wheel_zoom", toolbar_location="above")
         r = fig.scatter(x, y, source=self.source, size=4, name=name, line_color=None,
