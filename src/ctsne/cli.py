@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder for the page's exports (default ctsne-explore)")
     p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="print the URL only")
+    p.add_argument("--backend", choices=("webgl", "canvas"), default="webgl",
+                   help="draw the maps with WebGL (default; fast with a GPU) or the 2-D "
+                   "canvas (faster where WebGL runs in software)")
     p.add_argument("--standardize", action="store_true", help="scale features to zero mean, "
                    "unit variance")
     p.add_argument("--perplexity", type=float, default=30.0)

@@ -69,7 +69,8 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
             embedding: np.ndarray | None = None, ids=None,
             feature_names: Sequence[str] | None = None, session: str | None = None,
             out_dir: str = "ctsne-explore", port: int | None = None,
-            open_browser: bool = False, **params) -> ExploreHandle:
+            open_browser: bool = False, backend: str = "webgl",
+            **params) -> ExploreHandle:
     """Serve the exploration page for ``X`` and return its handle.
 
     Parameters
@@ -95,6 +96,9 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
     port : int, optional
         Default: a free port on 127.0.0.1.
     open_browser : bool
+    backend : {"webgl", "canvas"}
+        How the browser draws the maps: WebGL (fast with a GPU) or the 2-D canvas (faster
+        where WebGL falls back to software rendering, as in headless browsers).
     **params
         Further :class:`~ctsne.ConditionalTSNE` parameters (perplexity, n_iter, …).
     """
@@ -111,21 +115,23 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
     priors = [prior] if isinstance(prior, str) else list(prior or [])
     model = ConditionalTSNE(beta=beta, **params)
     return serve(s, model, priors, beta, embedding=embedding, session=session,
-                 out_dir=out_dir, port=port, open_browser=open_browser)
+                 out_dir=out_dir, port=port, open_browser=open_browser, backend=backend)
 
 
 def serve(s, model, priors: Sequence[str] = (), beta: float = 0.01, *, embedding=None,
           session=None, out_dir="ctsne-explore", port: int | None = None,
-          open_browser: bool = False) -> ExploreHandle:
+          open_browser: bool = False, backend: str = "webgl") -> ExploreHandle:
     """Give the session ``s`` its first map (saved ``session`` steps, a given ``embedding``
     or a fit of ``model`` with ``priors``) and serve it; see :func:`explore`."""
     require_bokeh()
-    from .app import make_document
+    from .app import BACKENDS, make_document
     from .controller import Explorer
     from .server import ExploreServer
     from .session import Step
 
     priors = list(priors)
+    if backend not in BACKENDS:  # before any fit
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if session is not None:
         s.load_steps(session)
     elif embedding is not None:
@@ -138,7 +144,7 @@ def serve(s, model, priors: Sequence[str] = (), beta: float = 0.01, *, embedding
         s.add_step(Step(priors, beta if priors else 1.0, model.embedding_.copy(),
                         model.kl_divergence_, n_iter=model.n_iter_))
     explorer = Explorer(s, model, out_dir)
-    server = ExploreServer(make_document(explorer), port=port).start()
+    server = ExploreServer(make_document(explorer, backend), port=port).start()
     if open_browser:
         webbrowser.open(server.url)
     return ExploreHandle(server.url, explorer, server)

@@ -24,6 +24,7 @@ NONE = "(none)"
 MARKERS = ["circle", "square", "triangle", "diamond", "inverted_triangle", "star", "hex",
            "plus"]
 POLL_MS = 250
+BACKENDS = ("webgl", "canvas")
 
 
 def _palette(k: int) -> list[str]:
@@ -34,6 +35,12 @@ def _palette(k: int) -> list[str]:
     if k <= 20:
         return list(Category20[20][:k])
     return [Turbo256[int(i)] for i in np.linspace(0, 255, k)]
+
+
+def _xy(Y: np.ndarray, which: str) -> dict:
+    """Map coordinates as float32 columns (half the bytes to the browser; WebGL draws
+    float32 anyway)."""
+    return {f"x{which}": Y[:, 0].astype(np.float32), f"y{which}": Y[:, 1].astype(np.float32)}
 
 
 def _levels(values: np.ndarray) -> tuple[np.ndarray, list] | None:
@@ -53,7 +60,7 @@ def _levels(values: np.ndarray) -> tuple[np.ndarray, list] | None:
 class _Page:
     """One browser tab's document, driving the shared :class:`Explorer`."""
 
-    def __init__(self, doc, explorer: Explorer):
+    def __init__(self, doc, explorer: Explorer, backend: str = "webgl"):
         from bokeh.models import (
             Button,
             ColumnDataSource,
@@ -69,15 +76,19 @@ class _Page:
         )
 
         self.doc, self.ex, self.s = doc, explorer, explorer.session
+        self.backend = backend
         self.pool = ThreadPoolExecutor(1)
         self.rank_future = None
         self.rank_for: tuple | None = None
         self.step_b = len(self.s.steps) - 1
         n = self.s.n
         self.columns = list(self.s.labels)
-        self.source = ColumnDataSource(
-            {"xa": np.zeros(n), "ya": np.zeros(n), "xb": np.zeros(n), "yb": np.zeros(n),
-             "c": np.zeros(n), "id": np.array([str(i) for i in self.s.ids])}, name="points")
+        ids = self.s.ids
+        if not np.issubdtype(ids.dtype, np.number):  # numbers go to the browser as binary
+            ids = np.array([str(i) for i in ids])
+        zero = np.zeros(n, dtype=np.float32)
+        self.source = ColumnDataSource({"xa": zero, "ya": zero, "xb": zero, "yb": zero,
+                                        "c": zero, "id": ids}, name="points")
         self.mapper = LinearColorMapper(palette=_palette(1), low=0, high=1)
         self.fig_a, self.r_a = self._figure("xa", "ya", "map_a")
         self.fig_b, self.r_b = self._figure("xb", "yb", "map_b")
@@ -147,7 +158,7 @@ class _Page:
         from bokeh.models import HoverTool
         from bokeh.plotting import figure
 
-        fig = figure(width=470, height=470, output_backend="webgl", name=f"fig_{name}",
+        fig = figure(width=470, height=470, output_backend=self.backend, name=f"fig_{name}",
                      tools="pan,wheel_zoom,box_select,lasso_select,tap,reset",
                      active_scroll="wheel_zoom", toolbar_location="above")
         r = fig.scatter(x, y, source=self.source, size=4, name=name, line_color=None,
@@ -211,8 +222,7 @@ class _Page:
         parent = steps[k].parent
         Yb = steps[k].embedding
         Ya = steps[parent].embedding if parent is not None else Yb
-        self.source.data.update({"xa": Ya[:, 0], "ya": Ya[:, 1], "xb": Yb[:, 0],
-                                 "yb": Yb[:, 1]})
+        self.source.data.update(_xy(Ya, "a") | _xy(Yb, "b"))
         self.fig_a.visible = parent is not None
         self.fig_a.title.text = f"{parent}: {steps[parent].title}" if parent is not None else ""
         self.fig_b.title.text = f"{k}: {steps[k].title}"
@@ -231,7 +241,7 @@ class _Page:
         self.legend_source.data = {"color": [], "level": [], "count": []}
         if name == NONE:
             self.mapper.update(palette=_palette(1), low=0, high=1)
-            self.source.data["c"] = np.zeros(n)
+            self.source.data["c"] = np.zeros(n, dtype=np.float32)
             self.colorbar.visible = False
             return
         if name in self.s.labels:
@@ -245,13 +255,13 @@ class _Page:
 
             self.mapper.update(palette=list(Viridis256), low=float(lo),
                                high=float(hi if hi > lo else lo + 1))
-            self.source.data["c"] = np.asarray(values, dtype=np.float64)
+            self.source.data["c"] = np.asarray(values, dtype=np.float32)
             self.colorbar.update(visible=True, title=name)
             return
         codes, levels = cat
         pal = _palette(len(levels))
         self.mapper.update(palette=pal, low=-0.5, high=len(levels) - 0.5)
-        self.source.data["c"] = codes.astype(np.float64)
+        self.source.data["c"] = codes.astype(np.float32)
         self.colorbar.visible = False
         self.legend_codes = (name, levels)
         self.legend_source.data = {"color": pal, "level": levels,
@@ -372,7 +382,7 @@ class _Page:
         self.go.disabled, self.stop.disabled = True, False
         # the new map appears on the right, its parent (the current map) on the left
         Y = self.s.steps[self.step_b].embedding
-        self.source.data.update({"xa": Y[:, 0], "ya": Y[:, 1]})
+        self.source.data.update(_xy(Y, "a"))
         self.fig_a.visible = True
         self.fig_a.title.text = self.fig_b.title.text
         self.fig_b.title.text = f"computing: prior {' & '.join(self.prior.value)} …"
@@ -392,7 +402,7 @@ class _Page:
             if job.embedding is not None and job.iteration != getattr(self, "_shown_it", -1):
                 self._shown_it = job.iteration
                 Y = job.embedding
-                self.source.data.update({"xb": Y[:, 0], "yb": Y[:, 1]})
+                self.source.data.update(_xy(Y, "b"))
                 self._progress(job)
             try:
                 k = self.ex.poll()
@@ -431,10 +441,13 @@ class _Page:
         self._say(f"wrote {path}")
 
 
-def make_document(explorer: Explorer):
-    """A Bokeh ``modify_doc`` function serving ``explorer``."""
+def make_document(explorer: Explorer, backend: str = "webgl"):
+    """A Bokeh ``modify_doc`` function serving ``explorer``; ``backend`` draws the maps
+    with WebGL (default) or the 2-D canvas."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
     def modify(doc) -> None:
-        _Page(doc, explorer)
+        _Page(doc, explorer, backend)
 
     return modify
