@@ -101,3 +101,59 @@ def test_cli_names_a_missing_prior_column_before_serving(tmp_path, capsys):
     data.write_text("a,b\n1,2\n3,4\n5,7\n")
     assert main(["explore", str(data), "--prior", "nope", "--no-browser"]) == 2
     assert "no column 'nope'" in capsys.readouterr().err
+
+
+def test_page_logic_without_a_browser(tmp_path):
+    """The document's callbacks, driven from Python as the browser's edits would be."""
+    import time
+
+    from bokeh.document import Document
+
+    from ctsne import ConditionalTSNE
+    from ctsne.explorer.app import _Page
+    from ctsne.explorer.controller import Explorer
+    from ctsne.explorer.session import Session, Step
+
+    rng = np.random.default_rng(2)
+    n = 120
+    g = np.repeat([0, 1, 2], n // 3)
+    X = rng.normal(size=(n, 3))
+    X[:, 1] += 6 * g
+    s = Session(X, ["a", "b", "c"], np.arange(n),
+                {"g": np.array([f"g{v}" for v in g], dtype=object), "v": X[:, 0].copy()})
+    s.add_step(Step([], 1.0, X[:, [1, 2]]))
+    ex = Explorer(s, ConditionalTSNE(method="exact", perplexity=10, n_iter=40,
+                                     early_exaggeration_iter=20, random_state=0), tmp_path)
+    page = _Page(Document(), ex)
+    assert page.color.value == "g" and page.legend_source.data["count"] == [40, 40, 40]
+    page.color.value = "v"  # continuous: colour bar over the 1-99 % range, no legend
+    lo, hi = np.percentile(X[:, 0], [1, 99])
+    assert page.colorbar.visible and page.legend_source.data["level"] == []
+    assert (page.mapper.low, page.mapper.high) == pytest.approx((lo, hi), rel=1e-6)
+    page.color.value = "g"
+    page.legend_source.selected.indices = [2]  # a click on the legend row g2
+    assert page.source.selected.indices == list(range(80, 120))
+    deadline = time.monotonic() + 30
+    while page.rank_future is not None and time.monotonic() < deadline:
+        page._poll()
+        time.sleep(0.05)
+    assert page.rank_source.data["feature"][0] == "b"  # g moved feature b
+    page._add_selection()
+    assert page.prior.value == ["selection1"]
+    page.cluster_param.value = 3
+    page._cluster()
+    assert page.color.value == "clusters1" and len(page.legend_source.data["level"]) == 3
+    page.prior.value = ["g"]
+    page._factor_out()
+    assert page.go.disabled and not page.stop.disabled
+    while page.job is not None and time.monotonic() < deadline + 30:
+        page._poll()
+        time.sleep(0.05)
+    assert len(s.steps) == 2 and page.history.value.startswith("1: ct-SNE, prior g")
+    assert page.fig_a.visible and not page.go.disabled
+    np.testing.assert_allclose(page.source.data["xb"], s.steps[1].embedding[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(page.source.data["xa"], X[:, 1], rtol=1e-6)
+    page.history.value = page.history.options[0]  # back to step 0
+    assert not page.fig_a.visible and page.prior.value == []
+    page._export("svg")
+    assert (tmp_path / "step0.svg").read_text().lstrip().startswith("<?xml")

@@ -79,8 +79,10 @@ def test_labels_from_selection_clusters_and_legend_levels():
     assert np.array_equal(s.select_levels("g", ["g1"]), np.flatnonzero(g == 1))
     assert np.array_equal(s.select_levels("h", [1]), np.flatnonzero(h == 1))
     assert s.feature_column("g=g1") == "g"
-    with pytest.raises(ValueError, match="not a column"):
-        s.feature_column("x2")
+    assert s.feature_column("x2") == "x2" and "x2" in s.derived  # a numeric feature ...
+    assert sorted(set(s.prior_arrays(["x2"])[0])) == ["q1", "q2", "q3", "q4", "q5"]  # binned
+    with pytest.raises(ValueError, match="neither"):
+        s.feature_column("x9")
     arrays = s.prior_arrays(["g", "selection1"])
     assert len(arrays) == 2 and arrays[0][0] == s.labels["g"][0]
     with pytest.raises(ValueError, match="no label column 'nope'"):

@@ -205,13 +205,16 @@ class Session:
         return name
 
     def feature_column(self, feature: str) -> str:
-        """The label column behind a ranked feature (``col=level`` one-hot names map to
-        ``col``); raises if the feature is no column of the table."""
+        """The label column behind a ranked feature, for the prior: the column itself, the
+        column of a one-hot ``col=level`` feature, or else the numeric feature made into a
+        label (binned into quantiles when it becomes a prior)."""
         for name in (feature, feature.split("=")[0]):
             if name in self.labels:
                 return name
-        raise ValueError(f"feature {feature!r} is not a column of the table; pass it with "
-                         "--prior/--label when starting, or select its cluster instead")
+        if feature not in self.feature_names:
+            raise ValueError(f"{feature!r} is neither a label column nor a feature")
+        self.set_label(feature, self.X[:, self.feature_names.index(feature)])
+        return feature
 
     def prior_arrays(self, names: Sequence[str]) -> list[np.ndarray] | None:
         """The prior (one label array per name) for :class:`ConditionalTSNE`, or None."""
