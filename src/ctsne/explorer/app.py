@@ -25,6 +25,7 @@ MARKERS = ["circle", "square", "triangle", "diamond", "inverted_triangle", "star
            "plus"]
 POLL_MS = 250
 BACKENDS = ("webgl", "canvas")
+HOVER_DEFAULT_MAX = 200_000
 
 
 def _palette(k: int) -> list[str]:
@@ -100,8 +101,10 @@ class _Page:
                             name="color")
         self.marker = Select(title="Marker by", value=NONE, name="marker",
                              options=[NONE, *self.columns])
+        # each hover column travels to the browser: none by default on large data
         self.hover_cols = MultiChoice(title="Hover shows", options=self.columns,
-                                      value=self.columns[:3], name="hover_columns")
+                                      value=self.columns[:3] if n <= HOVER_DEFAULT_MAX else [],
+                                      name="hover_columns")
         self.legend_source = ColumnDataSource({"color": [], "level": [], "count": []},
                                               name="legend")
         swatch = HTMLTemplateFormatter(
