@@ -157,3 +157,48 @@ def test_page_logic_without_a_browser(tmp_path):
     assert not page.fig_a.visible and page.prior.value == []
     page._export("svg")
     assert (tmp_path / "step0.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_page_draws_a_subsample_but_selects_every_point(tmp_path):
+    from types import SimpleNamespace
+
+    from bokeh.document import Document
+
+    from ctsne import ConditionalTSNE
+    from ctsne.explorer.app import _Page
+    from ctsne.explorer.controller import Explorer
+    from ctsne.explorer.session import Session, Step
+
+    rng = np.random.default_rng(3)
+    n = 300
+    g = np.repeat([0, 1, 2], n // 3)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += 5 * g
+    s = Session(X, ["a", "b", "c"], np.arange(n),
+                {"g": np.array([f"g{v}" for v in g], dtype=object)})
+    Y = X[:, :2]
+    s.add_step(Step([], 1.0, Y))
+    page = _Page(Document(), Explorer(s, ConditionalTSNE(), tmp_path), max_points=70)
+    shown = page.shown
+    assert len(shown) == 70 == len(page.source.data["xb"]) and np.all(np.diff(shown) > 0)
+    np.testing.assert_allclose(page.source.data["xb"], Y[shown, 0], rtol=1e-6)
+    assert list(page.source.data["id"]) == shown.tolist()
+    assert page.legend_source.data["count"] == [100, 100, 100]  # counts over all points
+
+    page.legend_source.selected.indices = [1]
+    assert page.selected_rows.tolist() == list(range(100, 200))
+    assert page.source.selected.indices == np.flatnonzero((shown >= 100) & (shown < 200)).tolist()
+
+    x0, x1, y0, y1 = 2.0, 8.0, -1.0, 1.5
+    by_hand = np.flatnonzero((Y[:, 0] >= x0) & (Y[:, 0] <= x1) & (Y[:, 1] >= y0)
+                             & (Y[:, 1] <= y1))
+    page._geometry(SimpleNamespace(final=True, geometry={
+        "type": "rect", "x0": x1, "x1": x0, "y0": y0, "y1": y1}), "b")
+    assert np.array_equal(page.selected_rows, by_hand) and len(by_hand) > 30
+    page._geometry(SimpleNamespace(final=True, geometry={
+        "type": "poly", "x": [x0, x1, x1, x0], "y": [y0, y0, y1, y1]}), "b")
+    assert np.array_equal(page.selected_rows, by_hand)
+    assert np.array_equal(s.steps[0].selection, by_hand)
+    # the browser's own index update (drawn points only) does not replace it
+    page.source.selected.indices = [0, 1]
+    assert np.array_equal(page.selected_rows, by_hand)

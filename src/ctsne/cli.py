@@ -189,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("webgl", "canvas"), default="webgl",
                    help="draw the maps with WebGL (default; fast with a GPU) or the 2-D "
                    "canvas (faster where WebGL runs in software)")
+    p.add_argument("--max-points", type=int, default=200_000, metavar="N",
+                   help="draw a random subsample of N points above N (selections still "
+                   "take every point; default 200000)")
     p.add_argument("--standardize", action="store_true", help="scale features to zero mean, "
                    "unit variance")
     p.add_argument("--perplexity", type=float, default=30.0)

@@ -41,6 +41,8 @@ class ExploreHandle:
     server: object
 
     def stop(self) -> None:
+        """Cancel a running ct-SNE and stop serving."""
+        self.explorer.cancel()
         self.server.stop()
 
     def _repr_html_(self) -> str:  # a clickable link in a notebook
@@ -70,7 +72,7 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
             feature_names: Sequence[str] | None = None, session: str | None = None,
             out_dir: str = "ctsne-explore", port: int | None = None,
             open_browser: bool = False, backend: str = "webgl",
-            **params) -> ExploreHandle:
+            max_points: int = 200_000, **params) -> ExploreHandle:
     """Serve the exploration page for ``X`` and return its handle.
 
     Parameters
@@ -99,6 +101,9 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
     backend : {"webgl", "canvas"}
         How the browser draws the maps: WebGL (fast with a GPU) or the 2-D canvas (faster
         where WebGL falls back to software rendering, as in headless browsers).
+    max_points : int
+        Above this many points the browser draws a fixed random subsample; box and lasso
+        selections still take every point inside (computed here from their outline).
     **params
         Further :class:`~ctsne.ConditionalTSNE` parameters (perplexity, n_iter, …).
     """
@@ -115,12 +120,14 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
     priors = [prior] if isinstance(prior, str) else list(prior or [])
     model = ConditionalTSNE(beta=beta, **params)
     return serve(s, model, priors, beta, embedding=embedding, session=session,
-                 out_dir=out_dir, port=port, open_browser=open_browser, backend=backend)
+                 out_dir=out_dir, port=port, open_browser=open_browser, backend=backend,
+                 max_points=max_points)
 
 
 def serve(s, model, priors: Sequence[str] = (), beta: float = 0.01, *, embedding=None,
           session=None, out_dir="ctsne-explore", port: int | None = None,
-          open_browser: bool = False, backend: str = "webgl") -> ExploreHandle:
+          open_browser: bool = False, backend: str = "webgl",
+          max_points: int = 200_000) -> ExploreHandle:
     """Give the session ``s`` its first map (saved ``session`` steps, a given ``embedding``
     or a fit of ``model`` with ``priors``) and serve it; see :func:`explore`."""
     require_bokeh()
@@ -144,7 +151,7 @@ def serve(s, model, priors: Sequence[str] = (), beta: float = 0.01, *, embedding
         s.add_step(Step(priors, beta if priors else 1.0, model.embedding_.copy(),
                         model.kl_divergence_, n_iter=model.n_iter_))
     explorer = Explorer(s, model, out_dir)
-    server = ExploreServer(make_document(explorer, backend), port=port).start()
+    server = ExploreServer(make_document(explorer, backend, max_points), port=port).start()
     if open_browser:
         webbrowser.open(server.url)
     return ExploreHandle(server.url, explorer, server)

@@ -15,8 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .columns import levels as _levels
+from .columns import palette as _palette
+from .columns import xy as _xy
 from .controller import Explorer
-from .session import MAX_PRIOR_LEVELS
 
 __all__ = ["make_document"]
 
@@ -26,42 +28,16 @@ MARKERS = ["circle", "square", "triangle", "diamond", "inverted_triangle", "star
 POLL_MS = 250
 BACKENDS = ("webgl", "canvas")
 HOVER_DEFAULT_MAX = 200_000
-
-
-def _palette(k: int) -> list[str]:
-    from bokeh.palettes import Category10, Category20, Turbo256
-
-    if k <= 10:
-        return list(Category10[10][:max(k, 1)])
-    if k <= 20:
-        return list(Category20[20][:k])
-    return [Turbo256[int(i)] for i in np.linspace(0, 255, k)]
-
-
-def _xy(Y: np.ndarray, which: str) -> dict:
-    """Map coordinates as float32 columns (half the bytes to the browser; WebGL draws
-    float32 anyway)."""
-    return {f"x{which}": Y[:, 0].astype(np.float32), f"y{which}": Y[:, 1].astype(np.float32)}
-
-
-def _levels(values: np.ndarray) -> tuple[np.ndarray, list] | None:
-    """(codes, levels) for a categorical column, None for a continuous one."""
-    if values.dtype == object:
-        text = np.array(["(missing)" if v is None else str(v) for v in values])
-        levels, codes = np.unique(text, return_inverse=True)
-        return codes, list(levels)
-    finite = np.isfinite(values)
-    levels = np.unique(values[finite])
-    if len(levels) > MAX_PRIOR_LEVELS:
-        return None
-    codes = np.searchsorted(levels, np.where(finite, values, levels[0] if len(levels) else 0))
-    return codes, [f"{v:g}" for v in levels]
+# Above this many points the browser draws a fixed random subsample (every row still counts:
+# box and lasso selections are computed server-side on all points from their geometry).
+DISPLAY_MAX = 200_000
 
 
 class _Page:
     """One browser tab's document, driving the shared :class:`Explorer`."""
 
-    def __init__(self, doc, explorer: Explorer, backend: str = "webgl"):
+    def __init__(self, doc, explorer: Explorer, backend: str = "webgl",
+                 max_points: int = DISPLAY_MAX):
         from bokeh.models import (
             Button,
             ColumnDataSource,
@@ -80,11 +56,17 @@ class _Page:
         self.backend = backend
         self.pool = ThreadPoolExecutor(1)
         self.rank_future = None
-        self.rank_for: tuple | None = None
         self.step_b = len(self.s.steps) - 1
-        n = self.s.n
         self.columns = list(self.s.labels)
-        ids = self.s.ids
+        self.shown = None  # rows drawn, when a subsample
+        if self.s.n > max_points:
+            rng = np.random.default_rng(0)
+            self.shown = np.sort(rng.choice(self.s.n, max_points, replace=False))
+        self.selected_rows = np.zeros(0, dtype=np.int64)
+        self.maps: dict[str, np.ndarray] = {}
+        self._setting = False
+        ids = self._d(self.s.ids)
+        n = len(ids)
         if not np.issubdtype(ids.dtype, np.number):  # numbers go to the browser as binary
             ids = np.array([str(i) for i in ids])
         zero = np.zeros(n, dtype=np.float32)
@@ -102,8 +84,8 @@ class _Page:
         self.marker = Select(title="Marker by", value=NONE, name="marker",
                              options=[NONE, *self.columns])
         # each hover column travels to the browser: none by default on large data
-        self.hover_cols = MultiChoice(title="Hover shows", options=self.columns,
-                                      value=self.columns[:3] if n <= HOVER_DEFAULT_MAX else [],
+        hover = self.columns[:3] if self.s.n <= HOVER_DEFAULT_MAX else []
+        self.hover_cols = MultiChoice(title="Hover shows", options=self.columns, value=hover,
                                       name="hover_columns")
         self.legend_source = ColumnDataSource({"color": [], "level": [], "count": []},
                                               name="legend")
@@ -156,6 +138,10 @@ class _Page:
         doc.title = "ctsne explore"
         doc.add_periodic_callback(self._poll, POLL_MS)
 
+    def _d(self, values: np.ndarray) -> np.ndarray:
+        """The drawn rows of a per-point array."""
+        return values if self.shown is None else values[self.shown]
+
     # ------------------------------------------------------------------ building
     def _figure(self, x: str, y: str, name: str):
         from bokeh.models import HoverTool
@@ -168,6 +154,9 @@ class _Page:
                         fill_color={"field": "c", "transform": self.mapper}, fill_alpha=0.8,
                         nonselection_fill_alpha=0.08, selection_fill_alpha=1.0)
         fig.add_tools(HoverTool(renderers=[r], tooltips=[("id", "@id")], name=f"hover_{name}"))
+        from bokeh.events import SelectionGeometry
+
+        fig.on_event(SelectionGeometry, lambda e, w=name[-1]: self._geometry(e, w))
         fig.xaxis.visible = fig.yaxis.visible = False
         fig.grid.visible = False
         return fig, r
@@ -225,7 +214,8 @@ class _Page:
         parent = steps[k].parent
         Yb = steps[k].embedding
         Ya = steps[parent].embedding if parent is not None else Yb
-        self.source.data.update(_xy(Ya, "a") | _xy(Yb, "b"))
+        self.maps = {"a": Ya, "b": Yb}
+        self.source.data.update(_xy(self._d(Ya), "a") | _xy(self._d(Yb), "b"))
         self.fig_a.visible = parent is not None
         self.fig_a.title.text = f"{parent}: {steps[parent].title}" if parent is not None else ""
         self.fig_b.title.text = f"{k}: {steps[k].title}"
@@ -234,13 +224,12 @@ class _Page:
         if self.history.value != label:
             self.history.value = label
         self.prior.value = list(steps[k].prior)
-        if len(steps[k].selection):
-            self.source.selected.indices = steps[k].selection.tolist()
+        self._select_rows(steps[k].selection, rank=False)
         if steps[k].ranking is not None:
             self._show_ranking(steps[k].ranking)
 
     def _set_color(self, name: str):
-        n = self.s.n
+        n = len(self.source.data["id"])
         self.legend_source.data = {"color": [], "level": [], "count": []}
         if name == NONE:
             self.mapper.update(palette=_palette(1), low=0, high=1)
@@ -258,15 +247,15 @@ class _Page:
 
             self.mapper.update(palette=list(Viridis256), low=float(lo),
                                high=float(hi if hi > lo else lo + 1))
-            self.source.data["c"] = np.asarray(values, dtype=np.float32)
+            self.source.data["c"] = np.asarray(self._d(values), dtype=np.float32)
             self.colorbar.update(visible=True, title=name)
             return
         codes, levels = cat
         pal = _palette(len(levels))
         self.mapper.update(palette=pal, low=-0.5, high=len(levels) - 0.5)
-        self.source.data["c"] = codes.astype(np.float32)
+        self.source.data["c"] = self._d(codes).astype(np.float32)
         self.colorbar.visible = False
-        self.legend_codes = (name, levels)
+        self.legend_codes = (name, levels, codes)
         self.legend_source.data = {"color": pal, "level": levels,
                                    "count": np.bincount(codes, minlength=len(levels)).tolist()}
 
@@ -284,7 +273,7 @@ class _Page:
                       error=True)
             return
         codes, levels = cat
-        self.source.data["m"] = np.array(levels, dtype=object)[codes].astype(str)
+        self.source.data["m"] = np.array(levels, dtype=object)[self._d(codes)].astype(str)
         for r in (self.r_a, self.r_b):
             r.glyph.marker = factor_mark("m", MARKERS[:len(levels)], levels)
 
@@ -292,7 +281,7 @@ class _Page:
         from bokeh.models import HoverTool
 
         for name in self.hover_cols.value:
-            col = self.s.labels[name]
+            col = self._d(self.s.labels[name])
             self.source.data[f"h_{name}"] = (np.array(["" if v is None else str(v) for v in col])
                                              if col.dtype == object else col)
         tips = [("id", "@id"), *((c, f"@{{h_{c}}}") for c in self.hover_cols.value)]
@@ -304,9 +293,8 @@ class _Page:
     def _legend_click(self, rows):
         if not rows or not hasattr(self, "legend_codes"):
             return
-        name, levels = self.legend_codes
-        codes = self.source.data["c"]
-        self.source.selected.indices = np.flatnonzero(np.isin(codes, rows)).tolist()
+        name, levels, codes = self.legend_codes
+        self._select_rows(np.flatnonzero(np.isin(codes, rows)))
         self._say(f"selected {', '.join(levels[r] for r in rows)} of {name}")
 
     def _cluster(self):
@@ -325,15 +313,55 @@ class _Page:
         self._say(f"{name}: {len(set(self.clusters.tolist()) - {-1})} clusters; click a "
                   "legend row to select one")
 
+    def _select_rows(self, rows, rank: bool = True):
+        """Select data rows (all points, drawn or not) in both maps; rank them."""
+        rows = np.asarray(rows, dtype=np.int64)
+        shown = rows
+        if self.shown is not None:
+            pos = np.clip(np.searchsorted(self.shown, rows), 0, len(self.shown) - 1)
+            shown = pos[self.shown[pos] == rows]
+        self._setting = True
+        try:
+            self.source.selected.indices = shown.tolist()
+        finally:
+            self._setting = False
+        self._rows_selected(rows, rank)
+
     def _selected(self, indices):
-        step = self.s.steps[self.step_b]
-        step.selection = np.asarray(indices, dtype=np.int64)
-        if len(indices) == 0 or len(indices) == self.s.n:
+        """A selection made in the browser (indices of drawn points)."""
+        if self._setting:
             return
-        key = (self.step_b, len(indices), int(np.sum(indices)))
-        self.rank_for = key
-        self.rank_info.text = f"ranking {len(indices)} selected points …"
-        self.rank_future = (key, self.pool.submit(self.s.rank, np.asarray(indices)))
+        if self.shown is None:
+            self._rows_selected(np.asarray(indices, dtype=np.int64))
+        elif len(indices) == 0:
+            self._rows_selected(np.zeros(0, dtype=np.int64))
+        # else: box and lasso on a subsample arrive as geometry (_geometry), on all points
+
+    def _geometry(self, event, which: str):
+        """Box or lasso on a subsample: select every point inside, drawn or not."""
+        if self.shown is None or not event.final or which not in self.maps:
+            return
+        g, Y = event.geometry, self.maps[which]
+        if g.get("type") == "rect":
+            x0, x1 = sorted((g["x0"], g["x1"]))
+            y0, y1 = sorted((g["y0"], g["y1"]))
+            inside = (Y[:, 0] >= x0) & (Y[:, 0] <= x1) & (Y[:, 1] >= y0) & (Y[:, 1] <= y1)
+        elif g.get("type") == "poly":
+            from matplotlib.path import Path
+
+            inside = Path(np.c_[g["x"], g["y"]]).contains_points(Y)
+        else:
+            return
+        self._rows_selected(np.flatnonzero(inside))
+
+    def _rows_selected(self, rows: np.ndarray, rank: bool = True):
+        self.selected_rows = rows
+        self.s.steps[self.step_b].selection = rows
+        if not rank or len(rows) == 0 or len(rows) == self.s.n:
+            return
+        key = (self.step_b, len(rows), int(np.sum(rows)))
+        self.rank_info.text = f"ranking {len(rows)} selected points …"
+        self.rank_future = (key, self.pool.submit(self.s.rank, rows))
 
     def _show_ranking(self, r):
         self.rank_source.data = {"rank": list(range(1, len(r.feature_names) + 1)),
@@ -352,11 +380,10 @@ class _Page:
             self.prior.value = [*self.prior.value, name]
 
     def _add_selection(self):
-        idx = self.source.selected.indices
-        if not len(idx):
+        if not len(self.selected_rows):
             self._say("select points first", error=True)
             return
-        self._add_prior(self.s.label_from_selection(idx))
+        self._add_prior(self.s.label_from_selection(self.selected_rows))
 
     def _add_clusters(self):
         if self.clusters is None:
@@ -385,7 +412,8 @@ class _Page:
         self.go.disabled, self.stop.disabled = True, False
         # the new map appears on the right, its parent (the current map) on the left
         Y = self.s.steps[self.step_b].embedding
-        self.source.data.update(_xy(Y, "a"))
+        self.maps["a"] = Y
+        self.source.data.update(_xy(self._d(Y), "a"))
         self.fig_a.visible = True
         self.fig_a.title.text = self.fig_b.title.text
         self.fig_b.title.text = f"computing: prior {' & '.join(self.prior.value)} …"
@@ -405,7 +433,8 @@ class _Page:
             if job.embedding is not None and job.iteration != getattr(self, "_shown_it", -1):
                 self._shown_it = job.iteration
                 Y = job.embedding
-                self.source.data.update(_xy(Y, "b"))
+                self.maps["b"] = Y
+                self.source.data.update(_xy(self._d(Y), "b"))
                 self._progress(job)
             try:
                 k = self.ex.poll()
@@ -444,13 +473,14 @@ class _Page:
         self._say(f"wrote {path}")
 
 
-def make_document(explorer: Explorer, backend: str = "webgl"):
+def make_document(explorer: Explorer, backend: str = "webgl", max_points: int = DISPLAY_MAX):
     """A Bokeh ``modify_doc`` function serving ``explorer``; ``backend`` draws the maps
-    with WebGL (default) or the 2-D canvas."""
+    with WebGL (default) or the 2-D canvas; above ``max_points`` points a fixed random
+    subsample of them is drawn."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
     def modify(doc) -> None:
-        _Page(doc, explorer, backend)
+        _Page(doc, explorer, backend, max_points)
 
     return modify

@@ -60,7 +60,8 @@ def run(args) -> int:
         make_prior(session.prior_arrays(args.prior), session.n, beta=args.beta)
     handle = serve(session, model, args.prior, args.beta, embedding=first,
                    session=args.session, out_dir=args.out, port=args.port,
-                   open_browser=not args.no_browser, backend=args.backend)
+                   open_browser=not args.no_browser, backend=args.backend,
+                   max_points=args.max_points)
     print(f"ctsne explore: serving {session.n} points at\n\n    {handle.url}\n\n"
           f"exports go to {args.out}/; Ctrl-C stops the server", flush=True)
     try:
