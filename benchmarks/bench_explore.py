@@ -6,7 +6,8 @@
 A precomputed clustered map is served (``embedding=``: no fit), coloured by a 20-level
 label. "First paint" runs from the navigation to the first animation frame after the
 Bokeh document is idle (every model built and drawn once), server-side document creation
-and the transfer of the columns included. "Panning" drags the map with the pan tool
+and the transfer of the columns included. Above ``--max-points`` (default 200,000, as in
+``explore``) the page draws a random subsample. "Panning" drags the map with the pan tool
 through 30 pointer moves, 16 ms apart, while an in-page requestAnimationFrame loop records
 frame times, for WebGL and the 2-D canvas, with Bokeh's level of detail on (its default:
 above 2,000 points every 10th point is drawn while interacting) or off. Headless Chromium
@@ -77,24 +78,24 @@ def pan_frames(d, moves: int = 60) -> tuple[np.ndarray, float]:
         requestAnimationFrame(f);""")
     x, y = d.execute_script(f"""const r = Bokeh.index.find_one({MODEL}('fig_map_b'))
         .el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2];""")
-    # chunks of 5 moves per command: the pointer stays pressed between them, and no one
-    # command outlasts the driver's timeout when frames take seconds
-    for k0 in range(0, moves, 5):
+    # two moves per command: the pointer stays pressed between them, and no one command
+    # outlasts the driver's timeout when frames take seconds
+    for k0 in range(0, moves, 2):
         chain = ActionChains(d, duration=16)
         p = chain.w3c_actions.pointer_action
         if k0 == 0:
             p.move_to_location(int(x), int(y))
             p.pointer_down()
-        for k in range(k0, min(k0 + 5, moves)):
+        for k in range(k0, min(k0 + 2, moves)):
             p.move_to_location(int(x + 150 * np.sin(k / 8)), int(y + 100 * np.cos(k / 11)))
-        if k0 + 5 >= moves:
+        if k0 + 2 >= moves:
             p.pointer_up()
         chain.perform()
     t = d.execute_script("window.__rec = false; return window.__t;")
     return np.diff(np.asarray(t, dtype=float)), abs(d.execute_script(x_start) - before)
 
 
-def run(n: int, repeats: int, backend: str, lod: bool, moves: int) -> dict:
+def run(n: int, repeats: int, backend: str, lod: bool, moves: int, max_points: int) -> dict:
     from ctsne.explorer import explore
 
     rng = np.random.default_rng(0)
@@ -102,7 +103,8 @@ def run(n: int, repeats: int, backend: str, lod: bool, moves: int) -> dict:
     X = np.c_[Y, rng.normal(size=(n, 3))]
     t0 = time.perf_counter()
     handle = explore(X, data={"cluster": np.array([f"c{v}" for v in label])}, embedding=Y,
-                     out_dir="/tmp/ctsne-bench-explore", backend=backend)
+                     out_dir="/tmp/ctsne-bench-explore", backend=backend,
+                     max_points=max_points)
     start_s = time.perf_counter() - t0
     paints, frames, moved = [], [], []
     try:
@@ -121,7 +123,8 @@ def run(n: int, repeats: int, backend: str, lod: bool, moves: int) -> dict:
     finally:
         handle.stop()
     f = np.concatenate(frames)
-    return {"n": n, "backend": backend, "lod": lod, "serve_start_s": start_s,
+    return {"n": n, "drawn": min(n, max_points), "backend": backend, "lod": lod,
+            "serve_start_s": start_s,
             "first_paint_s": float(np.median(paints)), "first_paint_all_s": paints,
             "pan_frame_median_ms": float(np.median(f)),
             "pan_frame_p95_ms": float(np.percentile(f, 95)), "pan_frames": int(len(f)),
@@ -133,18 +136,21 @@ def main() -> None:
     ap.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--moves", type=int, default=30, help="pointer moves of the drag")
+    ap.add_argument("--max-points", type=int, default=200_000,
+                    help="points drawn (a random subsample above it), as explore's option")
     ap.add_argument("--configs", nargs="+", default=["webgl:lod", "webgl:nolod",
                                                        "canvas:lod"],
                     help="BACKEND:lod|nolod (Bokeh's level of detail while panning)")
     args = ap.parse_args()
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.node()[:20],
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "load_1min": os.getloadavg()[0], "browser": "chromium headless, SwiftShader"}
+            "browser": "chromium headless, SwiftShader"}
     for n in args.n:
         for config in args.configs:
             backend, lod = config.split(":")
-            row = {**meta, "case": f"explore-{n}",
-                   **run(n, args.repeats, backend, lod == "lod", args.moves)}
+            row = {**meta, "load_1min": os.getloadavg()[0], "case": f"explore-{n}",
+                   **run(n, args.repeats, backend, lod == "lod", args.moves,
+                         args.max_points)}
             print(json.dumps(row), flush=True)
         with open(HERE / "results.jsonl", "a") as fh:
             fh.write(json.dumps(row) + "\n")

@@ -139,6 +139,8 @@ def serve(s, model, priors: Sequence[str] = (), beta: float = 0.01, *, embedding
     priors = list(priors)
     if backend not in BACKENDS:  # before any fit
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if max_points < 1:
+        raise ValueError(f"max_points must be at least 1, got {max_points}")
     if session is not None:
         s.load_steps(session)
     elif embedding is not None:
