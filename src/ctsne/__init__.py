@@ -19,6 +19,7 @@ _LAZY = {
     "exact_objective": "objective",
     "exact_objective_terms": "objective",
     "make_prior": "prior",
+    "explore": "explorer",
 }
 _SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "io", "features",
                "cli", "tl", "pl"}
@@ -29,11 +30,13 @@ __all__ = [
     "exact_objective",
     "exact_objective_terms",
     "make_prior",
+    "explore",
     "__version__",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .estimator import ConditionalTSNE
+    from .explorer import explore
     from .objective import ObjectiveTerms, exact_objective, exact_objective_terms
     from .prior import make_prior
 

@@ -10,6 +10,7 @@ Examples
     ctsne score tsne.csv emb.csv --labels gender --k 10:100:10 --plot scores.png
     ctsne score tsne.csv emb.csv --prior batch --complement cell_type
     ctsne demo -o ctsne-demo
+    ctsne explore data.csv --prior gender --id name
 
 Exit codes: 0 success; 2 a usage or data error (one line on stderr, nothing written);
 130 interrupted (Ctrl-C). An embedding interrupted during the optimisation is still
@@ -210,6 +211,40 @@ def build_parser() -> argparse.ArgumentParser:
     _data_options(p, features=False)
     p.set_defaults(func="score")
 
+    p = sub.add_parser("explore", help="the iterative analysis as a local web page",
+                       description="Serve a page (127.0.0.1, with a random token in the URL) "
+                       "on which to look at the map, select points, rank the features that "
+                       "set them apart and factor them out with ct-SNE, step by step (paper "
+                       "§3.1). Needs pip install \"ctsne[explore]\".")
+    p.add_argument("input", metavar="INPUT", help="any table ctsne embed reads")
+    p.add_argument("--prior", action="append", default=[], metavar="COL",
+                   help="label column factored out of the first map (repeat for several)")
+    p.add_argument("--beta", type=float, default=0.01, help="β' of the first map's prior "
+                   "(default 0.01)")
+    p.add_argument("--embedding", metavar="FILE", help="the first map, precomputed (e.g. by "
+                   "ctsne embed), instead of fitting it")
+    p.add_argument("--session", metavar="FILE", help="reopen a session saved from the page "
+                   "(same INPUT and options)")
+    p.add_argument("--out", default="ctsne-explore", metavar="DIR",
+                   help="folder for the page's exports (default ctsne-explore)")
+    p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--no-browser", action="store_true", help="print the URL only")
+    p.add_argument("--backend", choices=("webgl", "canvas"), default="webgl",
+                   help="draw the maps with WebGL (default; fast with a GPU) or the 2-D "
+                   "canvas (faster where WebGL runs in software)")
+    p.add_argument("--max-points", type=int, default=200_000, metavar="N",
+                   help="draw a random subsample of N points above N (selections still "
+                   "take every point; default 200000)")
+    p.add_argument("--standardize", action="store_true", help="scale features to zero mean, "
+                   "unit variance")
+    p.add_argument("--perplexity", type=float, default=30.0)
+    p.add_argument("--n-iter", type=int, default=500)
+    p.add_argument("--exaggeration-iter", type=int, default=250)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    _threads(p)
+    _data_options(p)
+    p.set_defaults(func="explore")
+
     p = sub.add_parser("demo", help="the paper's synthetic example, end to end",
                        description="t-SNE and ct-SNE (prior f14) of the paper's synthetic "
                        "data; writes data, embeddings and figures to DIR and prints how "
@@ -256,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = lambda msg, cat, *a, **k: print(f"ctsne: warning: {msg}",
                                                           file=sys.stderr)
     try:
+        if args.func == "explore":  # its body lives in ctsne.explorer
+            from .explorer.command import run
+
+            return run(args)
         from . import commands
 
         return getattr(commands, args.func)(args)

@@ -1,0 +1,211 @@
+"""ctsne explore in a real browser: headless Chromium driven by Selenium.
+
+Opens the page on a small data set, checks the points are drawn with no JavaScript
+errors, box-selects through synthetic pointer events, waits for the ranking, factors out,
+waits for the second map, and checks that a selection made in one map is the other's.
+A screenshot is kept (``tmp_path`` and ``/tmp/ctsne-explore-browser*.png``).
+
+Skipped only when Chromium or its driver is missing outside CI (``CI=true`` fails instead:
+``.ci/run`` installs Debian's ``chromium`` and ``chromium-driver``).
+"""
+
+import os
+import shutil
+import time
+
+import numpy as np
+import pytest
+
+from ctsne.explorer import explore
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def _need_browser():
+    if CHROMIUM and DRIVER:
+        return
+    why = "headless browser tests need Debian's chromium and chromium-driver"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why + " (CI=true: they must run)")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def driver():
+    _need_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                "--window-size=1600,900", "--enable-unsafe-swiftshader"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(options=opts, service=Service(DRIVER))
+    d.set_script_timeout(30)
+    yield d
+    d.quit()
+
+
+def _data(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, 4))
+    X[:, 0] += 6 * g  # three groups along x0: the first map shows them, ranking finds x0
+    return X, g
+
+
+def _wait(d, script, timeout=60.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = d.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+_MODEL = "Bokeh.documents[0].get_model_by_name"
+
+
+def _screen(d, fig: str, points):
+    """Viewport pixel positions of data points in figure ``fig``."""
+    return d.execute_script(f"""
+        const pv = Bokeh.index.find_one({_MODEL}(arguments[0]));
+        const r = pv.el.getBoundingClientRect();
+        return arguments[1].map(([x, y]) => [r.left + pv.frame.x_scale.compute(x),
+                                              r.top + pv.frame.y_scale.compute(y)]);""",
+                            fig, [list(map(float, p)) for p in points])
+
+
+def _box_select(d, fig: str, lo, hi):
+    """Pick the box-select tool of ``fig`` and drag a box from data point lo to hi."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    d.execute_script(f"""const t = {_MODEL}(arguments[0]).toolbar.tools
+        .find(t => t.tool_name === 'Box Select'); t.active = true;""", fig)
+    (x0, y0), (x1, y1) = _screen(d, fig, [lo, hi])
+    chain = ActionChains(d, duration=20)
+    pointer = chain.w3c_actions.pointer_action
+    pointer.move_to_location(int(x0), int(y0))
+    pointer.pointer_down()
+    for k in range(1, 6):
+        pointer.move_to_location(int(x0 + (x1 - x0) * k / 5), int(y0 + (y1 - y0) * k / 5))
+    pointer.pointer_up()
+    chain.perform()
+
+
+def _click(d, name: str):
+    """A real pointer click on the button model ``name``."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    x, y = d.execute_script(f"""
+        const v = Bokeh.index.find_one({_MODEL}(arguments[0]));
+        const b = v.shadow_el.querySelector('button').getBoundingClientRect();
+        return [b.left + b.width / 2, b.top + b.height / 2];""", name)
+    chain = ActionChains(d)
+    chain.w3c_actions.pointer_action.move_to_location(int(x), int(y)).click()
+    chain.perform()
+
+
+def _inside(Y, lo, hi):
+    return set(np.flatnonzero((Y[:, 0] >= lo[0]) & (Y[:, 0] <= hi[0])
+                              & (Y[:, 1] >= lo[1]) & (Y[:, 1] <= hi[1])).tolist())
+
+
+def _coloured_pixels(png: bytes, rect) -> int:
+    """Pixels in ``rect`` (left, top, width, height) that are clearly coloured."""
+    import io
+
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(io.BytesIO(png), format="png")[..., :3]
+    left, top, w, h = (int(v) for v in rect)
+    part = img[top:top + h, left:left + w]
+    return int(((part.max(axis=2) - part.min(axis=2)) > 0.25).sum())
+
+
+def _severe(d) -> list:
+    return [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_select_rank_factor_out_and_linked_selection(driver, tmp_path):
+    d = driver
+    X, g = _data()
+    Y0 = X[:, [0, 1]]
+    handle = explore(X, data={"g": np.array([f"g{v}" for v in g])}, embedding=Y0,
+                     out_dir=tmp_path / "out", perplexity=15, n_iter=150,
+                     early_exaggeration_iter=60, random_state=0)
+    try:
+        d.get(handle.url)
+        _wait(d, f"return window.Bokeh && Bokeh.documents.length > 0 && "
+              f"Bokeh.index.find_one({_MODEL}('fig_map_b')) != null", 30, "the page")
+        time.sleep(1.0)  # the first WebGL frame
+        rect = d.execute_script(f"""const r = Bokeh.index.find_one({_MODEL}('fig_map_b'))
+            .el.getBoundingClientRect(); return [r.left, r.top, r.width, r.height];""")
+        # canvases (Bokeh nests them in shadow roots), with a WebGL context in use
+        sizes = d.execute_script(f"""
+            const found = [];
+            const walk = (root) => root.querySelectorAll('*').forEach(e => {{
+                if (e.tagName === 'CANVAS') found.push([e.width, e.height]);
+                if (e.shadowRoot) walk(e.shadowRoot); }});
+            walk(Bokeh.index.find_one({_MODEL}('fig_map_b')).el.shadowRoot);
+            return found;""")
+        assert sizes and max(w * h for w, h in sizes) > 100_000
+        assert d.execute_script(f"""return Bokeh.index.find_one({_MODEL}('fig_map_b'))
+            .canvas_view.webgl != null""")
+        shot = d.get_screenshot_as_png()
+        assert _coloured_pixels(shot, rect) > 200  # the 240 points in three colours
+        assert _severe(d) == []
+
+        # box selection of the right-hand group, through pointer events
+        ylo, yhi = Y0[:, 1].min() - 0.2, Y0[:, 1].max() + 0.2  # inside the plot's padding
+        lo, hi = (X[g == 2, 0].min() - 0.1, ylo), (Y0[:, 0].max() + 0.2, yhi)
+        _box_select(d, "fig_map_b", lo, hi)
+        want = _inside(Y0, lo, hi)
+        got = _wait(d, f"const i = {_MODEL}('points').selected.indices; "
+                    "return i.length ? i : null", 10, "a selection")
+        assert set(got) == want and len(want) > 20
+
+        # the ranking fills, with the planted feature first
+        feats = _wait(d, f"const f = {_MODEL}('ranking_source').data.feature; "
+                      "return f.length ? f : null", 30, "the ranking")
+        assert len(feats) == 4 and feats[0] == "x0"
+        info = d.execute_script(f"return {_MODEL}('ranking_info').text")
+        assert f"<b>{len(want)}</b> of 240" in info and "ROC AUC" in info
+
+        # factor out g with β' 0.01: the new map appears beside the old one
+        d.execute_script(f"{_MODEL}('prior').value = ['g'];")
+        time.sleep(0.3)
+        _click(d, "factor_out")
+        _wait(d, f"return {_MODEL}('progress').text.includes('iteration')", 60,
+              "live progress")
+        _wait(d, f"return {_MODEL}('history').options.length == 2", 120, "the second map")
+        assert d.execute_script(f"return {_MODEL}('fig_map_a').visible")
+        assert "prior g" in d.execute_script(f"return {_MODEL}('fig_map_b').title.text")
+        Y1 = handle.explorer.session.steps[1].embedding
+        assert handle.explorer.session.steps[1].prior == ["g"]
+
+        # linked selection: box-select in the left map (step 0), the right map shows it
+        d.execute_script(f"{_MODEL}('points').selected.indices = [];")
+        lo2, hi2 = (Y0[:, 0].min() - 0.2, ylo), (X[g == 0, 0].max() + 0.1, yhi)
+        time.sleep(0.5)
+        _box_select(d, "fig_map_a", lo2, hi2)
+        want2 = _inside(Y0, lo2, hi2)
+        got_b = _wait(d, f"const i = {_MODEL}('map_b').data_source.selected.indices; "
+                      "return i.length ? i : null", 10, "the linked selection")
+        assert set(got_b) == want2 and len(want2) > 20
+        # and the selected points sit where step 1 put them in the right map
+        sel = sorted(want2)
+        assert np.all(np.isfinite(Y1[sel]))
+        time.sleep(1.0)
+        path = tmp_path / "explore.png"
+        d.save_screenshot(str(path))
+        shutil.copy(path, "/tmp/ctsne-explore-browser.png")
+        assert path.stat().st_size > 10_000
+        assert _severe(d) == []
+    finally:
+        handle.stop()
