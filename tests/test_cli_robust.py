@@ -151,7 +151,7 @@ def test_log_output_is_plain_lines(work, tmp_path):
     assert "\r" not in res.stderr and len(res.stderr) < 3000, res.stderr
     lines = res.stderr.splitlines()
     assert all(line.startswith("ctsne: ") for line in lines), lines
-    assert any(line.startswith("ctsne: affinities: 150 points") for line in lines)
+    assert any(line.startswith("ctsne: affinities (") and "150 points" in line for line in lines)
     progress = [line for line in lines if line.startswith("ctsne: optimisation: ")]
     assert progress[-1].startswith("ctsne: optimisation: 60/60 it (100 %)")
     assert len(progress) == 10 and "KL=" in progress[-1]

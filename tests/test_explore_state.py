@@ -110,7 +110,7 @@ def test_refit_shares_P_and_matches_a_full_fit_with_the_same_prior():
     model = fit_sharing_affinities(base, X, g, beta=0.05)
     assert model.P_ is base.P_
     # independent route: the estimator's own fit (its own kNN and P) with the same prior
-    full = _small_model(beta=0.05)
+    full = _small_model(beta=0.05, affinities="standard")  # the explorer shares the standard P
     Y_full = full.fit_transform(X, g)
     assert abs(full.P_ - base.P_).max() == 0
     np.testing.assert_allclose(model.embedding_, Y_full, rtol=1e-8, atol=1e-10)

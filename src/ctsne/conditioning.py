@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from .affinity import calibrate, n_neighbors_for, symmetrize
 from .balanced import balanced_affinities, revised_affinities
+from .checks import to_safe_scale, warn_ties
 from .mixing import PriorMixing, prior_mixing
 from .neighbors import nearest_neighbors
 
@@ -80,6 +81,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     neighbors, metric, random_state, n_jobs, progress
         As in :func:`ctsne.neighbors.nearest_neighbors`.
     """
+    X = to_safe_scale(X)  # a power-of-two copy when |X| is extreme: P does not depend on it
     search = {"neighbors": neighbors, "metric": metric, "random_state": random_state,
               "n_jobs": n_jobs}
     if classes is None or int(np.max(classes)) == 0:
@@ -93,6 +95,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     k = n_neighbors_for(perplexity, n)
     idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
                                   random_state=random_state, n_jobs=n_jobs, progress=progress)
+    warn_ties(dist, perplexity)
     known = None
     if affinities == "auto":
         # kept for the balanced P: rows whose list is all own-class need no new search

@@ -171,6 +171,8 @@ def ctsne(
     data, source = _representation(adata, use_rep, layer)
     labels = _prior(adata, prior)
     knn = graph = None
+    if beta is None and estimator_kwargs.get("alpha") is None:
+        beta = 0.01  # recorded as used, not as None
     model = ConditionalTSNE(beta=beta, **estimator_kwargs)
     asked = model.perplexity
     if neighbors_key is not None:

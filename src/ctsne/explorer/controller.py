@@ -50,7 +50,7 @@ class Explorer:
     # ------------------------------------------------------------------ factor out
     def _shared_model(self):
         if not hasattr(self.model, "P_"):
-            self.model.P_ = self.model._affinities(self.session.X)
+            self.model.P_ = self.model._affinities(self.session.X, None)  # standard P, shared
         return self.model
 
     def factor_out(self, prior: list[str], beta: float, parent: int) -> RefitJob:
