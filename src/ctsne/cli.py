@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "'revised' is revised ct-SNE; 'auto' (default) switches to balanced when "
                    "the prior separates the data")
     p.add_argument("--within-weight", type=float, metavar="W", help="balanced: own-class "
-                   "share of each point's affinities (default 0.5); revised: α, the factor "
+                   "share of each point's affinities (default 0.85); revised: α, the factor "
                    "on within-class affinities (default 0.5)")
     p.add_argument("--include-prior", action="store_true",
                    help="keep the prior columns among the features")

@@ -127,7 +127,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         any other prior keeps exactly the standard P.
     within_weight : float, optional
         "balanced": the own-class share of each point's conditional affinities, in
-        (0, 1), default 0.5. "revised": α in (0, 1], default 0.5. Ignored otherwise.
+        (0, 1), default 0.85. "revised": α in (0, 1], default 0.5. Ignored otherwise.
     max_step_norm : float or None, default 5
         Cap on each point's step length per iteration.
     random_state : int, Generator or None
