@@ -139,9 +139,12 @@ def _embed(args, ctrl_c: CtrlC) -> int:
         colors = table.columns[color] if color else None
         markers = table.columns[args.marker] if args.marker else None
         if plain is not None:
+            mode = getattr(model, "affinities_", "standard")
+            # the t-SNE panel shares the ct-SNE's P: say so when it is not t-SNE's own
             fig = plotting.plot_comparison(
                 plain.embedding_, Y, {c: table.columns[c] for c in args.prior}, colors,
-                markers, color_name=color, marker_name=args.marker)
+                markers, color_name=color, marker_name=args.marker,
+                tsne_title="t-SNE" if mode == "standard" else f"t-SNE on the {mode} P")
         else:
             title = f"ct-SNE, prior {' & '.join(args.prior)}" if args.prior else "t-SNE"
             fig = plotting.plot_embedding(Y, colors, markers, title=title, color_name=color,

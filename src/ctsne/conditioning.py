@@ -58,7 +58,8 @@ def check_affinity_params(affinities, within_weight) -> None:
         w = np.nan
     if not np.isfinite(w) or not 0.0 < w <= 1.0:
         raise ValueError(f"within_weight must be a number in (0, 1) (revised: (0, 1]), "
-                         f"got {within_weight!r}; leave it None for the default (balanced 0.85, revised 0.5)")
+                         f"got {within_weight!r}; leave it None for the default "
+                         "(balanced 0.85, revised 0.5)")
     if w == 1.0 and affinities == "balanced":
         raise ValueError("within_weight=1 gives the other classes no weight; use a value "
                          "in (0, 1) with affinities='balanced'")

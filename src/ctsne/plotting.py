@@ -375,7 +375,8 @@ def prior_scores(Y: np.ndarray, priors: Mapping[str, Any], k: int = 30) -> dict[
 
 
 def plot_comparison(tsne: np.ndarray, ctsne: np.ndarray, priors: Mapping[str, Any],
-                    color=None, marker=None, *, k: int = 30, **kwargs):
+                    color=None, marker=None, *, k: int = 30, tsne_title: str = "t-SNE",
+                    **kwargs):
     """t-SNE beside ct-SNE of the same points, scored by how much each prior still shows.
 
     Both panels share the colours and markers; each title gives the Laplacian score of
@@ -393,18 +394,20 @@ def plot_comparison(tsne: np.ndarray, ctsne: np.ndarray, priors: Mapping[str, An
         As in :func:`plot_embedding`.
     k : int, default 30
         Neighbours for the Laplacian score.
+    tsne_title : str, default "t-SNE"
+        Title of the first panel (e.g. naming a P other than t-SNE's own).
     **kwargs
         Passed to :func:`plot_embeddings` (``color_name``, ``marker_name``, ...).
 
     Returns
     -------
     matplotlib.figure.Figure
-        Two panels titled "t-SNE" and "ct-SNE (prior ...)", then
+        Two panels titled ``tsne_title`` and "ct-SNE (prior ...)", then
         "Laplacian score <k>-NN: <prior> <score>, ..." (two priors per line).
     """
     names = " & ".join(str(p) for p in priors)
     panels = {}
-    for title, Y in (("t-SNE", tsne), (f"ct-SNE (prior {names})", ctsne)):
+    for title, Y in ((tsne_title, tsne), (f"ct-SNE (prior {names})", ctsne)):
         scores = prior_scores(Y, priors, k)
         kk = min(int(k), len(_check_Y(Y)) - 1)
         items = [f"{p} {v:.3f}" for p, v in scores.items()]
