@@ -316,13 +316,7 @@ def ilisi(Y: np.ndarray, prior, perplexity: float = 30.0, normalize: bool = Fals
     -------
     float: the median (not the mean) of the per-point values.
     """
-    values = lisi(Y, prior, perplexity)
-    med = float(np.median(values))
-    if not normalize:
-        return med
-    n_lab = len(np.unique(np.asarray(prior)))
-    _one_label_check(n_lab, "the prior")
-    return (med - 1.0) / (n_lab - 1.0)
+    return _median_lisi(Y, prior, perplexity, normalize, "the prior", mixed_is_best=True)
 
 
 def clisi(Y: np.ndarray, labels, perplexity: float = 30.0, normalize: bool = False) -> float:
@@ -346,13 +340,18 @@ def clisi(Y: np.ndarray, labels, perplexity: float = 30.0, normalize: bool = Fal
     -------
     float: the median (not the mean) of the per-point values.
     """
-    values = lisi(Y, labels, perplexity)
-    med = float(np.median(values))
+    return _median_lisi(Y, labels, perplexity, normalize, "labels", mixed_is_best=False)
+
+
+def _median_lisi(Y, labels, perplexity: float, normalize: bool, what: str,
+                 mixed_is_best: bool) -> float:
+    """Median LISI, or mapped to [0, 1] with 1 the best end (mixed for iLISI, pure for cLISI)."""
+    med = float(np.median(lisi(Y, labels, perplexity)))
     if not normalize:
         return med
     n_lab = len(np.unique(np.asarray(labels)))
-    _one_label_check(n_lab, "labels")
-    return (n_lab - med) / (n_lab - 1.0)
+    _one_label_check(n_lab, what)
+    return (med - 1.0 if mixed_is_best else n_lab - med) / (n_lab - 1.0)
 
 
 class CrossClassAgreement(NamedTuple):
