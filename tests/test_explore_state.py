@@ -107,15 +107,29 @@ def test_clustering_the_map_recovers_separated_groups():
 def test_refit_shares_P_and_matches_a_full_fit_with_the_same_prior():
     X, g, h, labels = _data()
     base = _small_model(beta=0.01).fit(X)
-    model = fit_sharing_affinities(base, X, g, beta=0.05)
-    assert model.P_ is base.P_
+    mixed = np.random.default_rng(1).integers(0, 2, len(X))  # a prior P crosses freely
+    model = fit_sharing_affinities(base, X, mixed, beta=0.05)
+    assert model.P_ is base.P_ and model.affinities_ == "standard"
     # independent route: the estimator's own fit (its own kNN and P) with the same prior
-    full = _small_model(beta=0.05, affinities="standard")  # the explorer shares the standard P
-    Y_full = full.fit_transform(X, g)
+    full = _small_model(beta=0.05)
+    Y_full = full.fit_transform(X, mixed)
+    assert full.affinities_ == "standard"
     assert abs(full.P_ - base.P_).max() == 0
     np.testing.assert_allclose(model.embedding_, Y_full, rtol=1e-8, atol=1e-10)
     assert model.kl_divergence_ == pytest.approx(full.kl_divergence_, rel=1e-8)
     assert model.beta_ == pytest.approx(0.05)
+
+
+def test_refit_balances_a_separating_prior_as_a_fit_would():
+    X, g, h, labels = _data()
+    base = _small_model(beta=0.01).fit(X)
+    with pytest.warns(UserWarning, match="separates the data"):
+        _small_model(affinities="standard").fit(X, g)  # g separates: the standard P warns
+    model = fit_sharing_affinities(base, X, g, beta=0.05)
+    full = _small_model(beta=0.05).fit(X, g)
+    assert model.affinities_ == full.affinities_ == "balanced"
+    assert abs(model.P_ - full.P_).max() < 1e-12
+    assert fit_sharing_affinities(base, X, g, beta=0.1).P_ is model.P_  # kept for the prior
 
 
 def test_refit_job_reports_progress_and_cancels():

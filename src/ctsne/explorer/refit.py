@@ -1,9 +1,12 @@
 """ct-SNE for a new prior that reuses an existing model's affinities, in a background thread.
 
-P depends on the data only; a new prior changes the repulsion weights. So every step of an
-exploration after the first builds a new :class:`~ctsne.ConditionalTSNE` that shares the
-first model's ``P_`` (no neighbour search, no calibration) and optimises from the usual
-start (PCA on the within-class axes of the new prior).
+The standard P depends on the data only; a new prior changes the repulsion weights. So
+every step of an exploration after the first builds a new :class:`~ctsne.ConditionalTSNE`
+that shares the first model's ``P_`` (no neighbour search, no calibration) and optimises
+from the usual start (PCA on the within-class axes of the new prior). The exception is
+the estimator's ``affinities`` rule: a prior that separates the data (measured on the
+shared standard P, :mod:`ctsne.mixing`) gets the label-balanced P under "auto", as a fit
+would; the last such P is kept for the next step with the same prior.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
         model.alpha_ = model.beta_ = 1.0
     else:
         model.alpha_, model.beta_ = float(model.prior_.alphas[0]), float(model.prior_.betas[0])
-    model.P_ = base.P_
+    model.P_, model.affinities_ = _affinities_for(base, model, X, classes)
     model.timings_ = {"affinities": 0.0, "optimization": 0.0}
     model._state = OptimizerState.fresh(model.embedding_.shape)
     model.n_iter_ = 0
@@ -78,6 +81,33 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
         if not model.interrupted_ and model.n_iter_ >= model.early_exaggeration_iter:
             model._run(model.n_iter, 1.0, 0.8)
     return model
+
+
+def _affinities_for(base, model, X: np.ndarray, classes):
+    """``base.P_``, or the P that ``model.affinities`` asks for with these classes."""
+    shared_is_standard = getattr(base, "affinities_", "standard") == "standard"
+    mode = model.affinities
+    if classes is None or not shared_is_standard or mode == "standard":
+        return base.P_, getattr(base, "affinities_", "standard")
+    if mode == "auto":
+        from ..mixing import prior_mixing
+
+        if not prior_mixing(base.P_, classes).separates:
+            return base.P_, "standard"
+        mode = "balanced"
+    key = (mode, model.within_weight, classes.tobytes())
+    cache = base.__dict__.get("_explorer_affinities")
+    if cache is None or cache[0] != key:
+        from ..balanced import balanced_affinities, revised_affinities
+        from ..checks import to_safe_scale
+
+        build = balanced_affinities if mode == "balanced" else revised_affinities
+        P = build(to_safe_scale(X), classes, model.perplexity, model.within_weight,
+                  neighbors=model.neighbors, metric=model.metric,
+                  random_state=model.random_state, n_jobs=model.n_jobs)
+        cache = (key, P)
+        base.__dict__["_explorer_affinities"] = cache  # one P kept: the last prior's
+    return cache[1], mode
 
 
 class RefitJob:
