@@ -8,6 +8,8 @@ every class with a class-specific shift (a batch effect that separates the class
 in one run side by side: the standard P (:func:`ctsne.affinity.joint_affinities`), the
 balanced P alone (:func:`ctsne.balanced.balanced_affinities`), and ``affinities="auto"``
 (standard P, diagnostic, then the balanced P reusing the all-own-class standard lists).
+With ``--compare-trees`` the balanced P is also timed with the other-class searches in
+scikit-learn trees, as before the brute-force scan of far queries (same P).
 Appends JSON lines to ``benchmarks/results.jsonl``.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+import ctsne.label_neighbors as label_neighbors
 from ctsne.affinity import joint_affinities
 from ctsne.balanced import balanced_affinities
 from ctsne.conditioning import input_affinities
@@ -51,6 +54,8 @@ def main() -> None:
     ap.add_argument("--dims", type=int, default=10)
     ap.add_argument("--perplexity", type=float, default=30.0)
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--compare-trees", action="store_true",
+                    help="also time the balanced P with tree searches for far queries")
     args = ap.parse_args()
     # compile the numba kernels outside the timings
     Xw, cw = separated_data(3000, 5, args.dims, np.random.default_rng(1))
@@ -61,17 +66,27 @@ def main() -> None:
         rng = np.random.default_rng(0)
         for L in args.classes:
             X, codes = separated_data(n, L, args.dims, rng)
+            load_before = os.getloadavg()[0]
             _, t_std = timed(lambda: joint_affinities(X, args.perplexity))  # noqa: B023
-            _, t_bal = timed(lambda: balanced_affinities(X, codes, args.perplexity))  # noqa: B023
+            P_bal, t_bal = timed(lambda: balanced_affinities(X, codes, args.perplexity))  # noqa: B023
             got, t_auto = timed(lambda: input_affinities(X, args.perplexity, codes, "auto"))  # noqa: B023
+            extra = {}
+            if args.compare_trees:
+                label_neighbors.SCAN_FAR = False
+                P_tree, t_tree = timed(lambda: balanced_affinities(X, codes, args.perplexity))  # noqa: B023
+                label_neighbors.SCAN_FAR = True
+                extra = {"balanced_trees_s": t_tree, "trees_over_standard": t_tree / t_std,
+                         "max_abs_diff_P_trees": float(abs(P_bal - P_tree).max())}
             row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
                    "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                   "load_1min_before": load_before,
                    "case": f"balanced-P-{n}", "classes": L, "dims": args.dims,
                    "standard_s": t_std, "balanced_s": t_bal, "auto_s": t_auto,
                    "auto_mode": got.mode,
                    "standard_cross": got.standard_mixing.cross if got.standard_mixing
                    else got.mixing.cross,
-                   "balanced_over_standard": t_bal / t_std, "auto_over_standard": t_auto / t_std}
+                   "balanced_over_standard": t_bal / t_std,
+                   "auto_over_standard": t_auto / t_std, **extra}
             print(json.dumps(row), flush=True)
             if not args.no_record:
                 with open(HERE / "results.jsonl", "a") as fh:
