@@ -10,9 +10,10 @@ however far the class lies — mix the blocks with fixed weights per row and sym
 
 ``balanced`` (batch-balanced kNN, as BBKNN does for single-cell data)
     Own class: k = 3·perplexity neighbours at the given perplexity, weight
-    ``within_weight`` (default 1/2). With at most :data:`PER_CLASS_UP_TO` other classes
-    every other class m is a block of ``min(k, max(K_MIN, ⌈k/(L−1)⌉))`` neighbours at
-    a perplexity scaled by the same factor (:func:`block_perplexity`), the blocks
+    ``within_weight`` (default 0.85, :func:`default_within_weight`). With at most
+    :data:`PER_CLASS_UP_TO` other classes every other class m is a block of
+    ``min(k, max(K_MIN, ⌈k/(L−1)⌉))`` neighbours at a perplexity scaled by the same
+    factor (:func:`block_perplexity`), the blocks
     sharing ``1 − within_weight`` in proportion to the class sizes; with more classes
     all other classes form one pooled block of k neighbours at the given perplexity.
 ``revised`` (Heiter, Kang, Seurinck & Lijffijt, IDA 2023)
@@ -107,7 +108,7 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
         Prior classes 0..L−1 (L ≥ 2).
     perplexity : float
     within_weight : float in (0, 1), optional
-        Share of each point's conditional mass on its own class (default 1/2).
+        Share of each point's conditional mass on its own class (default 0.85).
     neighbors, metric, random_state, n_jobs
         As in :func:`ctsne.neighbors.nearest_neighbors`.
     known : tuple (idx, dist, mask), optional
