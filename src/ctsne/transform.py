@@ -2,13 +2,13 @@
 
 Each new point i gets conditional affinities ``p_{j|i}`` to its k nearest reference points
 (k = 3·perplexity, calibrated to ``perplexity``, rows summing to 1) and is placed by
-minimising, over the new positions only,
+minimising, over the new positions only::
 
     C(Y_new) = Σ_i KL(p_{·|i} ‖ q_{·|i}),   q_{j|i} = w_ij t_ij / Z_i,   Z_i = Σ_{j∈ref} w_ij t_ij
 
 with ``t_ij = 1 / (1 + |y_i − y_j|²)`` over the reference points j and ``w_ij`` the fitted
 prior's pair weight (α' if i and j share the class, β' if not; products over several
-priors). Its gradient is
+priors). Its gradient is::
 
     ∂C/∂y_i = 2 Σ_j p_{j|i} t_ij (y_i − y_j)  −  (2 / Z_i) Σ_j w_ij t_ij² (y_i − y_j).
 
