@@ -34,3 +34,23 @@ def test_scan_gives_the_tree_search_bit_for_bit(rng, monkeypatch):
     tree_idx, tree_dist = other_class_neighbors(X, codes, 12, method="exact")
     np.testing.assert_array_equal(scan_dist, tree_dist)  # continuous data: no ties
     np.testing.assert_array_equal(scan_idx, tree_idx)
+
+
+def test_far_queries_beyond_the_scan_size_keep_the_tolerance(monkeypatch):
+    # Above SCAN_MAX_PAIRS the far queries use a k-d tree with relative tolerance eps:
+    # the j-th distance returned is at most (1 + eps) times the true j-th nearest one.
+    from ctsne import label_neighbors as ln
+
+    rng = np.random.default_rng(3)
+    T = rng.normal(size=(3000, 6))
+    Q = rng.normal(size=(500, 6)) + 6.0  # far from the indexed points
+    X = np.vstack([T, Q])
+    monkeypatch.setattr(ln, "SCAN_MAX_PAIRS", 0)
+    idx, dist = ln.SearchIndex(X, np.arange(3000), far=True).query(Q, 15)
+    D = np.sqrt(((Q[:, None, :] - T[None, :, :]) ** 2).sum(-1))
+    true = np.sort(D, axis=1)[:, :15]
+    np.testing.assert_allclose(dist, np.take_along_axis(D, idx, axis=1), rtol=1e-12)
+    assert np.all(dist <= (1 + ln.FAR_EPS) * true + 1e-12)
+    # far queries see the class at nearly equal distances: the tolerance may swap
+    # neighbours (recall here about 0.6) but hardly changes how far they are
+    assert np.median(dist[:, -1] / true[:, -1]) < 1.02

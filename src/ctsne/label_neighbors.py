@@ -17,8 +17,15 @@ Exact search (scikit-learn) or pynndescent as chosen by
 Euclidean tree search, the per-class other-class queries, which lie far from the class
 they search and get little pruning from a tree, scan the class instead
 (:mod:`ctsne.brute_neighbors`: the same neighbours and distances; one class of 10,000
-points queried by 40,000: 0.4–0.9 s instead of 1.9 s). Empty slots (a class smaller
-than k) hold the point itself with distance ``inf``; callers give them weight 0.
+points queried by 40,000: 0.4–0.9 s instead of 1.9 s). The scan grows as (class size) ×
+(queries), so above :data:`SCAN_MAX_PAIRS` (and for classes too large for exact search)
+far queries in at most ``TREE_DIMS`` features go to a k-d tree searched with a relative
+tolerance :data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``: every distance returned is
+within a factor 1 + eps of the true k-th nearest). Measured on one class of 40,000
+points queried by 40,000 (10-D, k = 23): scan 1.52 s, exact tree 1.79 s, eps = 0.5
+0.60 s with recall 0.956 and the k-th distance at most 8 % above the exact one (median
+0 %). Empty slots (a class smaller than k) hold the point itself with distance ``inf``;
+callers give them weight 0.
 """
 
 from __future__ import annotations
@@ -43,6 +50,11 @@ EXTRA_UP_TO = 2
 # Far queries of an exact Euclidean search scan the indexed points (False: a tree, as
 # before; benchmarks/bench_balanced.py --compare-trees times both).
 SCAN_FAR = True
+# Far queries whose scan would visit more (indexed point, query) pairs than this use the
+# tolerant k-d tree instead (exact up to that size).
+SCAN_MAX_PAIRS = 4e8
+# The relative tolerance of that tree search (see the module docstring for its recall).
+FAR_EPS = 0.5
 
 
 def _exact_for(n: int, p: int, method: str) -> bool:
@@ -75,10 +87,16 @@ class SearchIndex:
         data = X[self.rows]
         jobs = -1 if n_jobs is None else n_jobs
         # with more features scikit-learn itself searches by brute force, in BLAS
-        scan = (far and SCAN_FAR and self.exact and metric == "euclidean"
-                and X.shape[1] <= TREE_DIMS)
+        low_dim = metric == "euclidean" and X.shape[1] <= TREE_DIMS
+        scan = far and SCAN_FAR and self.exact and low_dim
         self._scan = data if scan else None
-        if self._scan is None and self.exact:
+        # far queries too many to scan, or into a class too large for exact search
+        self._tolerant = far and SCAN_FAR and low_dim
+        self._kd = None
+        self._jobs = jobs
+        if self._tolerant and not self.exact:
+            self._scan = data
+        elif self._scan is None and self.exact:
             from sklearn.neighbors import NearestNeighbors
 
             self._nn = NearestNeighbors(metric=metric, n_jobs=jobs).fit(data)
@@ -94,6 +112,15 @@ class SearchIndex:
         """The ``k`` nearest indexed points of each row of ``Q`` (global numbers)."""
         idx = np.empty((len(Q), k), dtype=np.int64)
         dist = np.empty((len(Q), k))
+        if self._scan is not None and self._tolerant and (
+                not self.exact or len(self._scan) * len(Q) > SCAN_MAX_PAIRS):
+            if self._kd is None:
+                from scipy.spatial import cKDTree
+
+                self._kd = cKDTree(self._scan)
+            d, i = self._kd.query(Q, k=k, eps=FAR_EPS, workers=self._jobs)
+            i, d = np.asarray(i).reshape(len(Q), k), np.asarray(d).reshape(len(Q), k)
+            return self.rows[i], d
         for start in range(0, len(Q), _CHUNK):
             stop = min(len(Q), start + _CHUNK)
             if self._scan is not None:
