@@ -10,7 +10,8 @@ from ._parallel import kernel
 from .checks import to_safe_scale, warn_ties
 from .neighbors import nearest_neighbors
 
-__all__ = ["calibrate", "joint_affinities", "n_neighbors_for", "symmetrize"]
+__all__ = ["calibrate", "joint_affinities", "n_neighbors_for", "standard_neighbors",
+           "symmetrize"]
 
 
 def n_neighbors_for(perplexity: float, n: int) -> int:
@@ -209,6 +210,27 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     return P
 
 
+def standard_neighbors(
+    X: np.ndarray,
+    perplexity: float,
+    neighbors: str = "auto",
+    metric: str = "euclidean",
+    random_state: int | None = None,
+    n_jobs: int | None = None,
+    progress=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k = 3·perplexity nearest neighbours of the standard P, warning about ties.
+
+    ``X`` should already be at a safe scale (:func:`ctsne.checks.to_safe_scale`); the
+    other parameters are passed to :func:`ctsne.neighbors.nearest_neighbors`.
+    """
+    k = n_neighbors_for(perplexity, X.shape[0])
+    idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
+                                  random_state=random_state, n_jobs=n_jobs, progress=progress)
+    warn_ties(dist, perplexity)
+    return idx, dist
+
+
 def joint_affinities(
     X: np.ndarray,
     perplexity: float,
@@ -230,10 +252,7 @@ def joint_affinities(
     neighbors, metric, random_state, n_jobs, progress
         Passed to :func:`ctsne.neighbors.nearest_neighbors`.
     """
-    n = X.shape[0]
-    k = n_neighbors_for(perplexity, n)
-    idx, dist = nearest_neighbors(to_safe_scale(X), k, method=neighbors, metric=metric,
-                                  random_state=random_state, n_jobs=n_jobs, progress=progress)
-    warn_ties(dist, perplexity)
+    idx, dist = standard_neighbors(to_safe_scale(X), perplexity, neighbors, metric,
+                                   random_state, n_jobs, progress)
     cond = calibrate(dist, perplexity, out=dist)  # in place: the distances are not needed
     return symmetrize(idx, cond)

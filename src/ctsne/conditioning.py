@@ -14,11 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .affinity import calibrate, n_neighbors_for, symmetrize
+from .affinity import calibrate, standard_neighbors, symmetrize
 from .balanced import balanced_affinities, revised_affinities
-from .checks import to_safe_scale, warn_ties
+from .checks import to_safe_scale
 from .mixing import PriorMixing, prior_mixing
-from .neighbors import nearest_neighbors
 
 __all__ = ["AFFINITIES", "Affinities", "check_affinity_params", "input_affinities"]
 
@@ -85,26 +84,21 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     X = to_safe_scale(X)  # a power-of-two copy when |X| is extreme: P does not depend on it
     search = {"neighbors": neighbors, "metric": metric, "random_state": random_state,
               "n_jobs": n_jobs}
-    if classes is None or int(np.max(classes)) == 0:
-        affinities = "standard"
-    if affinities in ("balanced", "revised"):
+    trivial = classes is None or int(np.max(classes)) == 0
+    if not trivial and affinities in ("balanced", "revised"):
         build = balanced_affinities if affinities == "balanced" else revised_affinities
         P = build(X, classes, perplexity, within_weight, **search)
         return Affinities(P, affinities, prior_mixing(P, classes))
 
-    n = X.shape[0]
-    k = n_neighbors_for(perplexity, n)
-    idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
-                                  random_state=random_state, n_jobs=n_jobs, progress=progress)
-    warn_ties(dist, perplexity)
+    idx, dist = standard_neighbors(X, perplexity, progress=progress, **search)
     known = None
-    if affinities == "auto":
+    if not trivial and affinities == "auto":
         # kept for the balanced P: rows whose list is all own-class need no new search
         mask = np.all(classes[idx] == classes[:, None], axis=1)
         known = (idx.copy(), dist.copy(), mask)
     cond = calibrate(dist, perplexity, out=dist)  # as joint_affinities: same P, bit for bit
     P = symmetrize(idx, cond)
-    if classes is None or int(np.max(classes)) == 0:
+    if trivial:
         return Affinities(P, "standard", None)
     mixing = prior_mixing(P, classes)
     if affinities == "standard" or not mixing.separates:

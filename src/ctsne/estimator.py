@@ -300,25 +300,11 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         n = X.shape[0]
         self._check_params(n)
         check_spread(X)
-        beta = 0.01 if self.beta is None and self.alpha is None else self.beta
         if knn is not None:
             from .precomputed import check_knn
 
             knn = check_knn(knn, n)
-        self.prior_ = make_prior(prior, n, beta=beta, alpha=self.alpha,
-                                 combine=self.combine, missing=self.missing)
-        classes = None
-        if self.prior_ is not None and not self.prior_.is_trivial:
-            classes = self.prior_.joint_codes()
-        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state, classes)
-        self.n_features_in_ = X.shape[1]
-        self._n_features_out = self.n_components
-        if self.prior_ is None:
-            self.alpha_ = self.beta_ = 1.0
-        else:
-            a, b = self.prior_.alphas, self.prior_.betas
-            self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
-            self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
+        classes, Y0 = self._start(X, prior)
 
         with _threads(self.n_jobs):
             t0 = time.perf_counter()
@@ -341,15 +327,37 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             self._optimize_from(Y0)
         return self.embedding_
 
+    def _start(self, X: np.ndarray, prior) -> tuple[np.ndarray | None, np.ndarray]:
+        """Encode the prior and set the fitted weights; the joint classes and the start."""
+        beta = 0.01 if self.beta is None and self.alpha is None else self.beta
+        self.prior_ = make_prior(prior, X.shape[0], beta=beta, alpha=self.alpha,
+                                 combine=self.combine, missing=self.missing)
+        classes = None
+        if self.prior_ is not None and not self.prior_.is_trivial:
+            classes = self.prior_.joint_codes()
+        self.n_features_in_ = X.shape[1]
+        self._n_features_out = self.n_components
+        if self.prior_ is None:
+            self.alpha_ = self.beta_ = 1.0
+        else:
+            a, b = self.prior_.alphas, self.prior_.betas
+            self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
+            self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
+        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state, classes)
+        return classes, Y0
+
     def _optimize_from(self, Y0: np.ndarray) -> None:
-        """Both phases (early exaggeration, then the plain objective) from ``Y0``."""
+        """Both phases (early exaggeration, then the plain objective) from ``Y0``.
+
+        A run stopped by Ctrl-C or by a callback does not start the second phase.
+        """
         self.initial_embedding_ = Y0.copy()
         self.embedding_ = Y0
         self._state = OptimizerState.fresh(Y0.shape)
         self.n_iter_ = 0
-        self.interrupted_ = False
+        self.interrupted_ = self._stopped = False
         self._run(self.early_exaggeration_iter, self.early_exaggeration, 0.5)
-        if not self.interrupted_:
+        if not (self.interrupted_ or self._stopped):
             self._run(self.n_iter, 1.0, 0.8)
 
     def tsne_counterpart(self) -> ConditionalTSNE:
@@ -463,6 +471,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         for stage, seconds in grad.timings.items():
             self.timings_[stage] = self.timings_.get(stage, 0.0) + seconds
         self.interrupted_ = res.interrupted
+        self._stopped = res.stopped_by_callback
         if res.interrupted:
             warnings.warn(
                 f"optimisation interrupted after {self.n_iter_} iterations: embedding_ is "

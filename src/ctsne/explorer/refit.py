@@ -40,12 +40,10 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
     -------
     ConditionalTSNE
         Fitted: ``embedding_``, ``kl_divergence_``, ``P_`` (the same object as
-        ``base.P_``), ``interrupted_`` (True when stopped by a callback).
+        ``base.P_`` or the balanced P of a separating prior); a callback that returns True
+        ends the run early.
     """
     from ..estimator import ConditionalTSNE, _check_X
-    from ..initialization import initial_embedding
-    from ..optimizer import OptimizerState
-    from ..prior import make_prior
 
     X = _check_X(X)
     if not hasattr(base, "P_") or base.P_.shape[0] != len(X):
@@ -55,31 +53,14 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
                                "callbacks_every_iters": callbacks_every_iters,
                                "verbose": False})
     model._check_params(len(X))
-    # The estimator's fit, with the affinity step replaced by the shared P.
-    model.prior_ = make_prior(prior, len(X), beta=beta, alpha=None, combine=model.combine,
-                              missing=model.missing)
-    trivial = model.prior_ is None or model.prior_.is_trivial
-    classes = None if trivial else model.prior_.joint_codes()
-    model.embedding_ = initial_embedding(X, model.n_components, model.init,
-                                         model.random_state, classes)
-    model.n_features_in_ = X.shape[1]
-    model._n_features_out = model.n_components
-    if model.prior_ is None:
-        model.alpha_ = model.beta_ = 1.0
-    else:
-        model.alpha_, model.beta_ = float(model.prior_.alphas[0]), float(model.prior_.betas[0])
+    # the estimator's fit, with the affinity step replaced by the shared P
+    classes, Y0 = model._start(X, prior)
     model.P_, model.affinities_ = _affinities_for(base, model, X, classes)
     model.timings_ = {"affinities": 0.0, "optimization": 0.0}
-    model._state = OptimizerState.fresh(model.embedding_.shape)
-    model.n_iter_ = 0
-    model.interrupted_ = False
     with warnings.catch_warnings():
         # a cancelled run is reported by the job, not as a warning
         warnings.filterwarnings("ignore", message="optimisation interrupted")
-        model._run(model.early_exaggeration_iter, model.early_exaggeration, 0.5)
-        # a callback's stop leaves the first phase short: then do not start the second
-        if not model.interrupted_ and model.n_iter_ >= model.early_exaggeration_iter:
-            model._run(model.n_iter, 1.0, 0.8)
+        model._optimize_from(Y0)
     return model
 
 
