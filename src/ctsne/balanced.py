@@ -96,6 +96,21 @@ def _check_weight(w: float, name: str, upper_open: bool) -> float:
     return w
 
 
+def _own_block(X, codes, perplexity, mode, within_weight, known, **search):
+    """Both modes' first step: the own-class lists, calibrated and weighted.
+
+    Returns the codes (int64), k, the search options, the own-class indices, their
+    weighted conditional affinities and the weight used.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    weight = _check_weight(default_within_weight(mode) if within_weight is None
+                           else within_weight, "within_weight",
+                           upper_open=mode == "balanced")
+    k = n_neighbors_for(perplexity, len(codes))
+    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
+    return codes, k, search, own_idx, _calibrate_block(own_dist, perplexity, k) * weight, weight
+
+
 def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
                         metric="euclidean", random_state=None, n_jobs=None,
                         known=None) -> sp.csr_matrix:
@@ -119,15 +134,10 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
     -------
     P : csr_matrix (n, n), symmetric, non-negative, summing to 1
     """
-    codes = np.asarray(codes, dtype=np.int64)
+    codes, k, search, own_idx, own, w_own = _own_block(
+        X, codes, perplexity, "balanced", within_weight, known,
+        method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
     n = len(codes)
-    w_own = _check_weight(default_within_weight("balanced") if within_weight is None
-                          else within_weight, "within_weight", upper_open=True)
-    k = n_neighbors_for(perplexity, n)
-    search = {"method": neighbors, "metric": metric, "random_state": random_state,
-              "n_jobs": n_jobs}
-    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
-    own = _calibrate_block(own_dist, perplexity, k) * w_own
     sizes = np.bincount(codes)
     L = len(sizes)
     if L - 1 > PER_CLASS_UP_TO:
@@ -160,15 +170,9 @@ def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto
     X, codes, perplexity, neighbors, metric, random_state, n_jobs, known
         As in :func:`balanced_affinities`.
     """
-    codes = np.asarray(codes, dtype=np.int64)
-    n = len(codes)
-    alpha = _check_weight(default_within_weight("revised") if within_weight is None
-                          else within_weight, "within_weight", upper_open=False)
-    k = n_neighbors_for(perplexity, n)
-    search = {"method": neighbors, "metric": metric, "random_state": random_state,
-              "n_jobs": n_jobs}
-    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
+    codes, k, search, own_idx, own, alpha = _own_block(
+        X, codes, perplexity, "revised", within_weight, known,
+        method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
     o_idx, o_dist = pooled_other_neighbors(X, codes, k, **search)
-    own = _calibrate_block(own_dist, perplexity, k) * alpha
     other = _calibrate_block(o_dist, perplexity, k)
     return _finish([own_idx, o_idx], [own, other])
