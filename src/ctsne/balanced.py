@@ -145,7 +145,7 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
         other = _calibrate_block(o_dist, perplexity, k) * (1.0 - w_own)
         return _finish([own_idx, o_idx], [own, other])
     k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
-    o_idx, o_dist = other_class_neighbors(X, codes, k_other, **search)
+    o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx, **search)
     other = np.zeros_like(o_dist)
     # the other-class blocks share 1 − w_own in proportion to their class sizes
     block_class = np.arange(L - 1)[None, :] + (np.arange(L - 1)[None, :] >= codes[:, None])

@@ -35,6 +35,7 @@ import numpy as np
 
 from .brute_neighbors import brute_knn
 from .neighbors import APPROX_ABOVE, TREE_DIMS, TREE_MAX_N, nearest_neighbors
+from .representatives import lists_from_representatives, representatives
 
 __all__ = ["SearchIndex", "other_class_neighbors", "own_class_neighbors",
            "pooled_other_neighbors"]
@@ -108,12 +109,16 @@ class SearchIndex:
                                  low_memory=True)
             self._nn.prepare()
 
+    def tolerant_for(self, m: int) -> bool:
+        """Whether ``m`` queries go to the k-d tree with relative tolerance."""
+        return self._scan is not None and self._tolerant and (
+            not self.exact or len(self._scan) * m > SCAN_MAX_PAIRS)
+
     def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest indexed points of each row of ``Q`` (global numbers)."""
         idx = np.empty((len(Q), k), dtype=np.int64)
         dist = np.empty((len(Q), k))
-        if self._scan is not None and self._tolerant and (
-                not self.exact or len(self._scan) * len(Q) > SCAN_MAX_PAIRS):
+        if self.tolerant_for(len(Q)):
             if self._kd is None:
                 from scipy.spatial import cKDTree
 
@@ -212,8 +217,15 @@ def _drop_self(idx, dist, rows):
 
 
 def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
-                          random_state=None, n_jobs=None):
+                          random_state=None, n_jobs=None, own_idx=None):
     """For every other class m, each point's ``k_other`` nearest points of class m.
+
+    Parameters
+    ----------
+    own_idx : ndarray of int (n, k_own), optional
+        Each point's own-class list (nearest first). Given, the searches that take the
+        tolerant k-d tree ask for the representatives only and share their lists
+        (:mod:`ctsne.representatives`).
 
     Returns
     -------
@@ -224,14 +236,20 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
     n = len(codes)
     L = int(codes.max()) + 1
     idx, dist = _empty(n, (L - 1) * k_other)
+    rep = None
     for m in range(L):
         rows = np.flatnonzero(codes == m)
         km = min(k_other, len(rows))
         others = np.flatnonzero(codes != m)
         if km < 1 or len(others) == 0:
             continue
-        i, d = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True).query(
-            X[others], km)
+        index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
+        if own_idx is not None and index.tolerant_for(len(others)):
+            if rep is None:
+                rep = representatives(codes, own_idx)
+            i, d = lists_from_representatives(X, others, own_idx, rep, index.query, km)
+        else:
+            i, d = index.query(X[others], km)
         # the block of class m is m − 1 for rows of a smaller class, m for a larger one
         block = np.where(codes[others] < m, m - 1, m)
         cols = block[:, None] * k_other + np.arange(km)[None, :]

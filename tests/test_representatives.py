@@ -1,0 +1,96 @@
+"""Far lists shared from representatives, against dense distances computed here."""
+
+import numpy as np
+
+from ctsne import label_neighbors as ln
+from ctsne.label_neighbors import other_class_neighbors, own_class_neighbors
+from ctsne.representatives import (
+    REP_EVERY,
+    REPS_PER_POINT,
+    lists_from_representatives,
+    representatives,
+)
+
+
+def _shifted(rng, sizes=(900, 700, 400), dims=5, shift=12.0):
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    centres = rng.normal(scale=3.0, size=(6, dims))
+    X = centres[rng.integers(0, 6, len(codes))] + rng.normal(size=(len(codes), dims))
+    return X + shift * rng.normal(size=(len(sizes), dims))[codes], codes
+
+
+def _dense(X, rows, cols):
+    return np.sqrt(((X[rows][:, None, :] - X[cols][None, :, :]) ** 2).sum(-1))
+
+
+def test_every_point_is_searched_or_has_enough_representatives(rng):
+    X, codes = _shifted(rng)
+    own, _ = own_class_neighbors(X, codes, 20, method="exact")
+    rep = representatives(codes, own)
+    for c in range(3):
+        share = rep[codes == c].mean()
+        assert 1 / REP_EVERY - 0.01 <= share < 0.5, share
+    listed = (rep[own] & (own != np.arange(len(codes))[:, None])).sum(axis=1)
+    assert np.all(rep | (listed >= REPS_PER_POINT))
+    # a class too small for its points to list four representatives: all searched
+    tiny = np.r_[codes, [3, 3, 3]]
+    own_t, _ = own_class_neighbors(np.vstack([X, X[:3] + 50]), tiny, 20, method="exact")
+    assert representatives(tiny, own_t)[-3:].all()
+
+
+def test_shared_lists_are_the_nearest_candidates_and_nearly_exact(rng):
+    X, codes = _shifted(rng)
+    own, _ = own_class_neighbors(X, codes, 20, method="exact")
+    rep = representatives(codes, own)
+    target = np.flatnonzero(codes == 0)
+    queries = np.flatnonzero(codes != 0)
+    k = 8
+
+    def exact(Q, kq):
+        D = np.sqrt(((Q[:, None, :] - X[target][None, :, :]) ** 2).sum(-1))
+        o = np.argsort(D, axis=1)[:, :kq]
+        return target[o], np.take_along_axis(D, o, axis=1)
+
+    idx, dist = lists_from_representatives(X, queries, own, rep, exact, k)
+    direct = rep[queries]
+    ref_idx, ref_dist = exact(X[queries], k)
+    np.testing.assert_array_equal(idx[direct], ref_idx[direct])
+    # the others: the k nearest of the union of their first four representatives' lists
+    rep_list = {int(q): set(ref_idx[t]) for t, q in enumerate(queries) if direct[t]}
+    for t in np.flatnonzero(~direct)[::37]:
+        q = queries[t]
+        reps = [j for j in own[q] if rep[j]][:REPS_PER_POINT]
+        cand = np.array(sorted(set().union(*(rep_list[int(r)] for r in reps))))
+        d = _dense(X, [q], cand)[0]
+        np.testing.assert_array_equal(idx[t], cand[np.argsort(d)[:k]])
+    np.testing.assert_allclose(dist, _dense(X, queries, target)[
+        np.arange(len(queries))[:, None], np.searchsorted(target, idx)], rtol=1e-12)
+    recall = np.mean([len(set(a) & set(b)) / k for a, b in zip(idx, ref_idx, strict=True)])
+    assert recall > 0.95, recall
+    assert np.median(dist[:, -1] / ref_dist[:, -1]) < 1.0001
+
+
+def test_large_far_searches_ask_only_the_representatives(rng, monkeypatch):
+    X, codes = _shifted(rng)
+    own, _ = own_class_neighbors(X, codes, 20, method="exact")
+    asked = []
+    query = ln.SearchIndex.query
+
+    def counting(self, Q, k):
+        asked.append(len(Q))
+        return query(self, Q, k)
+
+    monkeypatch.setattr(ln, "SCAN_MAX_PAIRS", 0)  # every far search takes the tolerant tree
+    monkeypatch.setattr(ln.SearchIndex, "query", counting)
+    idx, dist = other_class_neighbors(X, codes, 6, own_idx=own)
+    rep = representatives(codes, own)
+    assert asked == [int(rep[codes != m].sum()) for m in range(3)]
+    assert sum(asked) < 0.5 * 2 * len(codes)
+    # block t of a class-c point holds class t (t < c) or t + 1, at true distances
+    for i in range(0, len(codes), 53):
+        for t in range(2):
+            m = t + (t >= codes[i])
+            cols = slice(6 * t, 6 * t + 6)
+            assert np.all(codes[idx[i, cols]] == m)
+            np.testing.assert_allclose(dist[i, cols], _dense(X, [i], idx[i, cols])[0],
+                                       rtol=1e-12)
