@@ -137,6 +137,31 @@ def test_reused_standard_lists_give_the_same_balanced_p(rng):
     assert got.mixing.cross == pytest.approx(1 - 0.85)  # the default own-class share
 
 
+def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactly(
+        rng, monkeypatch):
+    import pynndescent
+
+    from ctsne.label_neighbors import own_class_neighbors
+    from ctsne.neighbors import nearest_neighbors
+
+    X, codes = _separated(rng, sizes=(150, 150), shift=2.5)
+    idx, dist = nearest_neighbors(X, 12, method="exact")
+    mask = np.all(codes[idx] == codes[:, None], axis=1)
+    assert 0.75 < mask.mean() < 1
+
+    def no_graph(*args, **kwargs):
+        raise AssertionError("the class should not build an approximate index")
+
+    monkeypatch.setattr(pynndescent, "NNDescent", no_graph)
+    monkeypatch.setattr(label_neighbors, "APPROX_ABOVE", 50)  # both classes "large"
+    monkeypatch.setattr(label_neighbors, "TREE_MAX_N", 50)
+    got_idx, got_dist = own_class_neighbors(X, codes, 12, known=(idx, dist, mask))
+    exact_idx, exact_dist = own_class_neighbors(X, codes, 12, method="exact")
+    np.testing.assert_array_equal(got_idx[mask], idx[mask])
+    np.testing.assert_array_equal(got_idx[~mask], exact_idx[~mask])
+    np.testing.assert_allclose(got_dist, exact_dist, rtol=1e-12)
+
+
 def test_auto_keeps_the_standard_p_for_the_paper_example():
     from ctsne.datasets import make_synthetic
 

@@ -48,6 +48,9 @@ BRUTE_UP_TO = 2_000
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
 # class's), instead of one search per bit.
 EXTRA_UP_TO = 2
+# A class searched approximately still reuses the standard lists (see _reuse) when at
+# most this share of its rows lists points of other classes.
+REUSE_REST_UP_TO = 0.25
 # Far queries of an exact Euclidean search scan the indexed points (False: a tree, as
 # before; benchmarks/bench_balanced.py --compare-trees times both).
 SCAN_FAR = True
@@ -156,8 +159,9 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
     k : int
     known : tuple (idx, dist, mask), optional
         A standard kNN table (n, k) and the rows whose list is all own-class: those rows
-        already hold their answer and are not searched again (exact search only; the
-        approximate index computes every row's list as it builds).
+        already hold their answer and the others are searched exactly (exact classes,
+        and approximate ones in few features where most rows are answered; otherwise
+        the class's own approximate index computes every row's list as it builds).
 
     Returns
     -------
@@ -172,7 +176,7 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
         if kc < 1:
             continue
         todo = rows
-        if known is not None and _exact_for(len(rows), X.shape[1], method):
+        if known is not None and _reuse(known[2][rows], X.shape[1], metric, method):
             kidx, kdist, mask = known
             done = rows[mask[rows]]
             idx[done, :kc], dist[done, :kc] = kidx[done, :kc], kdist[done, :kc]
@@ -192,6 +196,20 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
                                      random_state=random_state, n_jobs=n_jobs)
         idx[rows, :kc], dist[rows, :kc] = rows[i], d
     return idx, dist
+
+
+def _reuse(listed: np.ndarray, p: int, metric: str, method: str) -> bool:
+    """Whether a class answers from the standard lists, searching only the rest exactly.
+
+    ``listed`` marks its rows whose standard list is all own-class. Exact classes always
+    do; approximate ones when a tree can answer the rest (few features) and the rest is at
+    most :data:`REUSE_REST_UP_TO` of the class: a tree query of a quarter of the class
+    costs less than building pynndescent's graph over all of it.
+    """
+    if _exact_for(len(listed), p, method):
+        return True
+    low_dim = metric == "euclidean" and p <= TREE_DIMS
+    return low_dim and (~listed).mean() <= REUSE_REST_UP_TO
 
 
 def _brute_within(Xc, k, metric):
