@@ -54,3 +54,22 @@ def test_random_labels_give_the_random_share(rng):
 def test_bad_codes_are_rejected(rng):
     with pytest.raises(ValueError, match="one class per row"):
         prior_mixing(sp.identity(5, format="csr"), np.zeros(4, dtype=int))
+
+
+def test_the_table_gives_the_mixing_of_its_symmetrised_p(rng):
+    from ctsne.affinity import calibrate, symmetrize
+    from ctsne.mixing import table_mixing
+    from ctsne.neighbors import nearest_neighbors
+
+    X = rng.normal(size=(300, 4))
+    codes = (X[:, 0] > 0.3).astype(np.int64) + (X[:, 1] > 1.0)
+    idx, dist = nearest_neighbors(X, 12, method="exact")
+    cond = calibrate(dist, 4.0)
+    cond[rng.random(cond.shape) < 0.1] = 0.0
+    got = table_mixing(idx, cond, codes)
+    want = prior_mixing(symmetrize(idx.copy(), cond.copy()), codes)
+    for name in ("cross", "expected", "ratio"):
+        assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-12)
+    for name in ("class_cross", "class_expected", "class_ratio"):
+        np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=1e-12)
+    assert 0.05 < got.cross < 0.5

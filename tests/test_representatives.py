@@ -94,3 +94,27 @@ def test_large_far_searches_ask_only_the_representatives(rng, monkeypatch):
             assert np.all(codes[idx[i, cols]] == m)
             np.testing.assert_allclose(dist[i, cols], _dense(X, [i], idx[i, cols])[0],
                                        rtol=1e-12)
+
+
+def test_real_digits_through_a_second_scanner_keep_their_far_lists(monkeypatch):
+    # real data: sklearn's handwritten digits, half of them through a simulated second
+    # scanner (as experiments/separated_priors.py), 10 principal components
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(0)
+    X = load_digits().data.astype(float)
+    codes = (rng.random(len(X)) < 0.5).astype(np.int64)
+    second = codes == 1
+    X[second] = (X[second] * rng.uniform(0.7, 1.3, 64) + rng.normal(0, 3, 64)
+                 + rng.normal(0, 1, (second.sum(), 64)))
+    X = PCA(10, random_state=0).fit_transform(X)
+    own, _ = own_class_neighbors(X, codes, 30, method="exact")
+    exact_idx, exact_dist = other_class_neighbors(X, codes, 15, method="exact")
+    monkeypatch.setattr(ln, "SCAN_MAX_PAIRS", 0)
+    idx, dist = other_class_neighbors(X, codes, 15, method="exact", own_idx=own)
+    recall = np.mean([len(set(a) & set(b)) / 15
+                      for a, b in zip(idx, exact_idx, strict=True)])
+    assert recall > 0.85, recall
+    ratio = dist[:, -1] / exact_dist[:, -1]
+    assert np.median(ratio) < 1.01 and ratio.max() < 1 + ln.FAR_EPS

@@ -10,8 +10,8 @@ from ._parallel import kernel
 from .checks import to_safe_scale, warn_ties
 from .neighbors import nearest_neighbors
 
-__all__ = ["calibrate", "joint_affinities", "n_neighbors_for", "standard_neighbors",
-           "symmetrize"]
+__all__ = ["calibrate", "calibrate_row", "joint_affinities", "n_neighbors_for",
+           "standard_neighbors", "symmetrize"]
 
 
 def n_neighbors_for(perplexity: float, n: int) -> int:
@@ -23,49 +23,55 @@ def n_neighbors_for(perplexity: float, n: int) -> int:
 PARALLEL_FROM_ENTRIES = 20_000
 
 
+@numba.njit(cache=True)
+def calibrate_row(dist, perplexity, tol, max_iter, out):
+    """One row's ``p_{j|i}`` (1-D views; ``out`` may be ``dist``): see :func:`calibrate`."""
+    k = dist.shape[0]
+    target = np.log(perplexity)
+    # distances relative to the row's largest make the result independent of the
+    # data's scale and keep their squares in range (1e-300 or 1e200 would not be)
+    top = 0.0
+    for j in range(k):
+        top = max(top, dist[j])
+    if top == 0.0 or not np.isfinite(top):
+        top = 1.0
+    d2 = np.empty(k)  # the row is copied first, so ``out`` may be ``dist`` itself
+    for j in range(k):
+        r = dist[j] / top
+        d2[j] = r * r
+    # relative to the nearest neighbour keeps exp() in range; this only rescales the
+    # row, which the normalisation removes
+    dmin = d2[0]
+    for j in range(k):
+        dmin = min(dmin, d2[j])
+    lo, hi, beta = 0.0, np.inf, 1.0
+    e = np.empty(k)
+    s = 1.0
+    for _ in range(max_iter):
+        s = 0.0
+        sd = 0.0
+        for j in range(k):
+            e[j] = np.exp(-(d2[j] - dmin) * beta)
+            s += e[j]
+            sd += e[j] * (d2[j] - dmin)
+        entropy = np.log(s) + beta * sd / s
+        diff = entropy - target
+        if abs(diff) < tol:
+            break
+        if diff > 0:  # too flat: sharpen
+            lo = beta
+            beta = beta * 2.0 if hi == np.inf else 0.5 * (beta + hi)
+        else:
+            hi = beta
+            beta = 0.5 * (beta + lo)
+    for j in range(k):
+        out[j] = e[j] / s
+
+
 @kernel(PARALLEL_FROM_ENTRIES)
 def _calibrate_kernel(dist, perplexity, tol, max_iter, out):
-    n, k = dist.shape
-    target = np.log(perplexity)
-    for i in numba.prange(n):
-        # distances relative to the row's largest make the result independent of the
-        # data's scale and keep their squares in range (1e-300 or 1e200 would not be)
-        top = 0.0
-        for j in range(k):
-            top = max(top, dist[i, j])
-        if top == 0.0 or not np.isfinite(top):
-            top = 1.0
-        d2 = np.empty(k)  # the row is copied first, so ``out`` may be ``dist`` itself
-        for j in range(k):
-            r = dist[i, j] / top
-            d2[j] = r * r
-        # relative to the nearest neighbour keeps exp() in range; this only rescales the
-        # row, which the normalisation removes
-        dmin = d2[0]
-        for j in range(k):
-            dmin = min(dmin, d2[j])
-        lo, hi, beta = 0.0, np.inf, 1.0
-        e = np.empty(k)
-        s = 1.0
-        for _ in range(max_iter):
-            s = 0.0
-            sd = 0.0
-            for j in range(k):
-                e[j] = np.exp(-(d2[j] - dmin) * beta)
-                s += e[j]
-                sd += e[j] * (d2[j] - dmin)
-            entropy = np.log(s) + beta * sd / s
-            diff = entropy - target
-            if abs(diff) < tol:
-                break
-            if diff > 0:  # too flat: sharpen
-                lo = beta
-                beta = beta * 2.0 if hi == np.inf else 0.5 * (beta + hi)
-            else:
-                hi = beta
-                beta = 0.5 * (beta + lo)
-        for j in range(k):
-            out[i, j] = e[j] / s
+    for i in numba.prange(dist.shape[0]):
+        calibrate_row(dist[i], perplexity, tol, max_iter, out[i])
 
 
 def calibrate(distances: np.ndarray, perplexity: float, tol: float = 1e-8,

@@ -29,10 +29,12 @@ equal to it in every prior), with ``combine="joint"`` and ``combine="product"`` 
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .affinity import calibrate, n_neighbors_for, symmetrize
+from ._parallel import kernel
+from .affinity import PARALLEL_FROM_ENTRIES, calibrate_row, n_neighbors_for, symmetrize
 from .label_neighbors import other_class_neighbors, own_class_neighbors, pooled_other_neighbors
 
 __all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",
@@ -61,29 +63,49 @@ def default_within_weight(mode: str) -> float:
     return 0.85 if mode == "balanced" else 0.5
 
 
+@numba.njit(cache=True)
 def block_perplexity(perplexity: float, width: int, k: int) -> float:
     """Perplexity of a block of ``width`` of the ``k`` neighbours: scaled by ``width/k``, ≥ 1."""
-    return float(max(1.0, min(perplexity, perplexity * width / k)))
+    return max(1.0, min(perplexity, perplexity * width / k))
 
 
-def _calibrate_block(dist: np.ndarray, perplexity: float, k: int) -> np.ndarray:
-    """Row-stochastic weights of one block; empty slots (inf) get 0, empty rows stay 0."""
-    out = np.zeros_like(dist)
-    width = np.isfinite(dist).sum(axis=1)
-    for w in np.unique(width):
-        if w == 0:
-            continue
-        rows = np.flatnonzero(width == w)
-        # slots fill from the left, so a row with w entries has them in its first w columns
-        out[rows, :w] = calibrate(dist[rows, :w], block_perplexity(perplexity, w, k))
-    return out
+@kernel(PARALLEL_FROM_ENTRIES)
+def _calibrate_blocks(dist, starts, perplexity, k, weights, out):
+    # block b of row i is columns starts[b]:starts[b + 1], its filled slots (finite) first
+    n = dist.shape[0]
+    for i in numba.prange(n):
+        total = 0.0
+        for b in range(starts.shape[0] - 1):
+            lo, hi = starts[b], starts[b + 1]
+            w = 0
+            for j in range(lo, hi):
+                out[i, j] = 0.0
+                if np.isfinite(dist[i, j]):
+                    w += 1
+            if w == 0:
+                continue
+            calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k), 1e-8, 200,
+                          out[i, lo:lo + w])
+            for j in range(lo, lo + w):
+                out[i, j] *= weights[i, b]
+                total += out[i, j]
+        # rows with an empty block (a class of one point) give its share to the others
+        for j in range(out.shape[1]):
+            out[i, j] /= total
 
 
-def _finish(idx_blocks, cond_blocks) -> sp.csr_matrix:
+def _finish(idx_blocks, dist_blocks, weights, perplexity, k) -> sp.csr_matrix:
+    """Calibrate each block at its own perplexity, weight the blocks, symmetrise."""
+    n = idx_blocks[0].shape[0]
     idx = np.ascontiguousarray(np.hstack(idx_blocks), dtype=np.int32
-                               if idx_blocks[0].shape[0] < np.iinfo(np.int32).max else np.int64)
-    cond = np.ascontiguousarray(np.hstack(cond_blocks))
-    cond /= cond.sum(axis=1, keepdims=True)  # rows whose own block is empty: all to others
+                               if n < np.iinfo(np.int32).max else np.int64)
+    dist = np.ascontiguousarray(np.hstack(dist_blocks), dtype=np.float64)
+    starts = np.cumsum([0] + [b.shape[1] for b in dist_blocks]).astype(np.int64)
+    weights = np.ascontiguousarray(np.broadcast_to(weights, (n, len(dist_blocks))),
+                                   dtype=np.float64)
+    cond = np.empty_like(dist)
+    _calibrate_blocks(dist, starts, float(perplexity), k, weights, cond, work=dist.size)
+    del dist
     return symmetrize(idx, cond)
 
 
@@ -97,10 +119,10 @@ def _check_weight(w: float, name: str, upper_open: bool) -> float:
 
 
 def _own_block(X, codes, perplexity, mode, within_weight, known, **search):
-    """Both modes' first step: the own-class lists, calibrated and weighted.
+    """Both modes' first step: the weight and the own-class lists.
 
-    Returns the codes (int64), k, the search options, the own-class indices, their
-    weighted conditional affinities and the weight used.
+    Returns the codes (int64), k, the search options, the own-class indices and
+    distances, and the own-class weight.
     """
     codes = np.asarray(codes, dtype=np.int64)
     weight = _check_weight(default_within_weight(mode) if within_weight is None
@@ -108,7 +130,7 @@ def _own_block(X, codes, perplexity, mode, within_weight, known, **search):
                            upper_open=mode == "balanced")
     k = n_neighbors_for(perplexity, len(codes))
     own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
-    return codes, k, search, own_idx, _calibrate_block(own_dist, perplexity, k) * weight, weight
+    return codes, k, search, own_idx, own_dist, weight
 
 
 def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
@@ -134,7 +156,7 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
     -------
     P : csr_matrix (n, n), symmetric, non-negative, summing to 1
     """
-    codes, k, search, own_idx, own, w_own = _own_block(
+    codes, k, search, own_idx, own_dist, w_own = _own_block(
         X, codes, perplexity, "balanced", within_weight, known,
         method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
     n = len(codes)
@@ -142,19 +164,16 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
     L = len(sizes)
     if L - 1 > PER_CLASS_UP_TO:
         o_idx, o_dist = pooled_other_neighbors(X, codes, k, **search)
-        other = _calibrate_block(o_dist, perplexity, k) * (1.0 - w_own)
-        return _finish([own_idx, o_idx], [own, other])
+        return _finish([own_idx, o_idx], [own_dist, o_dist], [w_own, 1.0 - w_own],
+                       perplexity, k)
     k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
     o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx, **search)
-    other = np.zeros_like(o_dist)
     # the other-class blocks share 1 − w_own in proportion to their class sizes
     block_class = np.arange(L - 1)[None, :] + (np.arange(L - 1)[None, :] >= codes[:, None])
     share = sizes[block_class] / (n - sizes[codes])[:, None]
-    for t in range(L - 1):
-        cols = slice(t * k_other, (t + 1) * k_other)
-        other[:, cols] = _calibrate_block(o_dist[:, cols], perplexity, k) * (
-            (1.0 - w_own) * share[:, t:t + 1])
-    return _finish([own_idx, o_idx], [own, other])
+    weights = np.hstack([np.full((n, 1), w_own), (1.0 - w_own) * share])
+    blocks = [o_dist[:, t * k_other:(t + 1) * k_other] for t in range(L - 1)]
+    return _finish([own_idx, o_idx], [own_dist, *blocks], weights, perplexity, k)
 
 
 def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
@@ -170,9 +189,8 @@ def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto
     X, codes, perplexity, neighbors, metric, random_state, n_jobs, known
         As in :func:`balanced_affinities`.
     """
-    codes, k, search, own_idx, own, alpha = _own_block(
+    codes, k, search, own_idx, own_dist, alpha = _own_block(
         X, codes, perplexity, "revised", within_weight, known,
         method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
     o_idx, o_dist = pooled_other_neighbors(X, codes, k, **search)
-    other = _calibrate_block(o_dist, perplexity, k)
-    return _finish([own_idx, o_idx], [own, other])
+    return _finish([own_idx, o_idx], [own_dist, o_dist], [alpha, 1.0], perplexity, k)

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .affinity import calibrate, standard_neighbors, symmetrize
 from .balanced import balanced_affinities, revised_affinities
 from .checks import to_safe_scale
-from .mixing import PriorMixing, prior_mixing
+from .mixing import PriorMixing, prior_mixing, table_mixing
 
 __all__ = ["AFFINITIES", "Affinities", "check_affinity_params", "input_affinities"]
 
@@ -91,18 +91,19 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         return Affinities(P, affinities, prior_mixing(P, classes))
 
     idx, dist = standard_neighbors(X, perplexity, progress=progress, **search)
-    known = None
-    if not trivial and affinities == "auto":
-        # kept for the balanced P: rows whose list is all own-class need no new search
-        mask = np.all(classes[idx] == classes[:, None], axis=1)
-        known = (idx.copy(), dist.copy(), mask)
-    cond = calibrate(dist, perplexity, out=dist)  # as joint_affinities: same P, bit for bit
-    P = symmetrize(idx, cond)
     if trivial:
-        return Affinities(P, "standard", None)
-    mixing = prior_mixing(P, classes)
-    if affinities == "standard" or not mixing.separates:
+        return Affinities(symmetrize(idx, calibrate(dist, perplexity, out=dist)), "standard",
+                          None)
+    auto = affinities == "auto"
+    # as joint_affinities (same P, bit for bit); "auto" keeps the distances for reuse
+    cond = calibrate(dist, perplexity, out=None if auto else dist)
+    mixing = table_mixing(idx, cond, classes)
+    if not auto or not mixing.separates:
+        P = symmetrize(idx, cond)
         return Affinities(P, "standard", mixing)
-    del P, cond, idx, dist
-    P = balanced_affinities(X, classes, perplexity, within_weight, known=known, **search)
+    # rows whose standard list is all own-class need no new search
+    mask = np.all(classes[idx] == classes[:, None], axis=1)
+    del cond
+    P = balanced_affinities(X, classes, perplexity, within_weight, known=(idx, dist, mask),
+                            **search)
     return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=mixing)

@@ -3,7 +3,9 @@
 ct-SNE can only remove a prior where P links the classes: pairs with no affinity exert no
 attraction, whatever the weight β'. The share of P's mass on pairs of different classes,
 compared with what random labels of the same sizes would give, says whether the prior
-separates the data in the input space. Computed in one O(nnz) pass over P.
+separates the data in the input space. Computed in one O(nnz) pass over P, or over the
+neighbour table that P is symmetrised from (so that "auto" need not symmetrise a P it
+will not use).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "prior_mixing"]
+__all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "prior_mixing",
+           "table_mixing"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
 # across classes (a point's counterparts then get too small a share of its attraction to
@@ -101,6 +104,25 @@ def _row_cross(indptr, indices, data, codes, n_classes):
     return mass, cross
 
 
+@numba.njit(cache=True)
+def _table_cross(idx, cond, codes, n_classes):
+    # p_ij = (c_ij + c_ji)/2n: each entry c_ij adds to row i's mass and to row j's
+    mass = np.zeros(n_classes)
+    cross = np.zeros(n_classes)
+    n, k = idx.shape
+    for i in range(n):
+        ci = codes[i]
+        for a in range(k):
+            v = cond[i, a]
+            cj = codes[idx[i, a]]
+            mass[ci] += v
+            mass[cj] += v
+            if cj != ci:
+                cross[ci] += v
+                cross[cj] += v
+    return mass, cross
+
+
 def prior_mixing(P: sp.spmatrix, codes: np.ndarray) -> PriorMixing:
     """The cross-class share of ``P`` for class ``codes`` (0..L−1, one per point).
 
@@ -118,6 +140,26 @@ def prior_mixing(P: sp.spmatrix, codes: np.ndarray) -> PriorMixing:
     sizes = np.bincount(codes)
     mass, cross = _row_cross(P.indptr, P.indices, P.data.astype(np.float64), codes,
                              len(sizes))
+    return _summarise(mass, cross, sizes, n)
+
+
+def table_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> PriorMixing:
+    """:func:`prior_mixing` of ``P = (C + Cᵀ)/2n`` from C's neighbour table, unsymmetrised.
+
+    Parameters
+    ----------
+    idx : ndarray of int (n, k)
+    cond : ndarray (n, k)
+        Row i's conditional affinities to ``idx[i]``.
+    codes : ndarray of int (n,)
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    sizes = np.bincount(codes)
+    mass, cross = _table_cross(idx, np.asarray(cond, dtype=np.float64), codes, len(sizes))
+    return _summarise(mass, cross, sizes, len(codes))
+
+
+def _summarise(mass, cross, sizes, n) -> PriorMixing:
     total = mass.sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         class_cross = np.where(mass > 0, cross / np.where(mass > 0, mass, 1.0), 0.0)
