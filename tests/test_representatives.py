@@ -118,3 +118,29 @@ def test_real_digits_through_a_second_scanner_keep_their_far_lists(monkeypatch):
     assert recall > 0.85, recall
     ratio = dist[:, -1] / exact_dist[:, -1]
     assert np.median(ratio) < 1.01 and ratio.max() < 1 + ln.FAR_EPS
+
+
+def test_pooled_bit_searches_through_representatives(rng, monkeypatch):
+    # 20 classes (5 bits); each point's nearest points of all other classes
+    codes = np.repeat(np.arange(20), 150)
+    X = rng.normal(size=(len(codes), 4)) + 4.0 * rng.normal(size=(20, 4))[codes]
+    own, _ = own_class_neighbors(X, codes, 40, method="exact")
+    exact_idx, exact_dist = ln.pooled_other_neighbors(X, codes, 15, method="exact")
+    asked = []
+    query = ln.SearchIndex.query
+
+    def counting(self, Q, k):
+        asked.append(len(Q))
+        return query(self, Q, k)
+
+    monkeypatch.setattr(ln, "REPS_FROM_PAIRS", 0)
+    monkeypatch.setattr(ln.SearchIndex, "query", counting)
+    idx, dist = ln.pooled_other_neighbors(X, codes, 15, method="exact", own_idx=own)
+    assert sum(asked) < 0.35 * 5 * len(codes)  # 5 bit searches of n askers each
+    assert np.all(codes[idx] != codes[:, None])
+    np.testing.assert_allclose(dist, np.sqrt(((X[idx] - X[:, None, :]) ** 2).sum(-1)),
+                               rtol=1e-12)
+    recall = np.mean([len(set(a) & set(b)) / 15
+                      for a, b in zip(idx, exact_idx, strict=True)])
+    assert recall > 0.9, recall
+    assert np.median(dist[:, -1] / exact_dist[:, -1]) < 1.01

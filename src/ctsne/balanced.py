@@ -163,7 +163,7 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
     sizes = np.bincount(codes)
     L = len(sizes)
     if L - 1 > PER_CLASS_UP_TO:
-        o_idx, o_dist = pooled_other_neighbors(X, codes, k, **search)
+        o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx, **search)
         return _finish([own_idx, o_idx], [own_dist, o_dist], [w_own, 1.0 - w_own],
                        perplexity, k)
     k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
@@ -192,5 +192,5 @@ def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto
     codes, k, search, own_idx, own_dist, alpha = _own_block(
         X, codes, perplexity, "revised", within_weight, known,
         method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
-    o_idx, o_dist = pooled_other_neighbors(X, codes, k, **search)
+    o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx, **search)
     return _finish([own_idx, o_idx], [own_dist, o_dist], [alpha, 1.0], perplexity, k)

@@ -24,10 +24,11 @@ tolerance :data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``: every distance re
 within a factor 1 + eps of the true k-th nearest). Measured on one class of 40,000
 points queried by 40,000 (10-D, k = 23): scan 1.52 s, exact tree 1.79 s, eps = 0.5
 0.60 s with recall 0.956 and the k-th distance at most 8 % above the exact one (median
-0 %). On that path, given the own-class lists, only representatives (a quarter of the
-points) are searched and the others take the nearest of their representatives' lists
-(:mod:`ctsne.representatives`). Empty slots (a class smaller than k) hold the point
-itself with distance ``inf``; callers give them weight 0.
+0 %). Above :data:`REPS_FROM_PAIRS` pairs, given the own-class lists, Euclidean far and
+bit searches ask only representatives (a quarter of the points) and the others take the
+nearest of their representatives' lists (:mod:`ctsne.representatives`). Empty slots (a
+class smaller than k) hold the point itself with distance ``inf``; callers give them
+weight 0.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ SCAN_FAR = True
 # Far queries whose scan would visit more (indexed point, query) pairs than this use the
 # tolerant k-d tree instead (exact up to that size).
 SCAN_MAX_PAIRS = 4e8
+# Far searches over more (indexed point, query) pairs than this ask representatives only
+# (ctsne.representatives) when the own-class lists are given; smaller ones are exact.
+REPS_FROM_PAIRS = 1e8
 # The relative tolerance of that tree search (see the module docstring for its recall).
 FAR_EPS = 0.5
 
@@ -236,6 +240,18 @@ def _drop_self(idx, dist, rows):
     return idx[keep].reshape(m, -1), dist[keep].reshape(m, -1)
 
 
+def _search(index, X, queries, k, codes, own_idx, metric, reps):
+    """``index``'s k nearest points to each of ``queries``; large Euclidean searches ask
+    representatives only (``reps`` caches which points they are)."""
+    if own_idx is not None and metric == "euclidean" and (
+            len(index.rows) * len(queries) > REPS_FROM_PAIRS
+            or index.tolerant_for(len(queries))):
+        if "rep" not in reps:
+            reps["rep"] = representatives(codes, own_idx)
+        return lists_from_representatives(X, queries, own_idx, reps["rep"], index.query, k)
+    return index.query(X[queries], k)
+
+
 def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
                           random_state=None, n_jobs=None, own_idx=None):
     """For every other class m, each point's ``k_other`` nearest points of class m.
@@ -243,9 +259,9 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
     Parameters
     ----------
     own_idx : ndarray of int (n, k_own), optional
-        Each point's own-class list (nearest first). Given, the searches that take the
-        tolerant k-d tree ask for the representatives only and share their lists
-        (:mod:`ctsne.representatives`).
+        Each point's own-class list (nearest first). Given, Euclidean searches over more
+        than :data:`REPS_FROM_PAIRS` pairs (and all that take the tolerant k-d tree) ask
+        for the representatives only and share their lists (:mod:`ctsne.representatives`).
 
     Returns
     -------
@@ -256,7 +272,7 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
     n = len(codes)
     L = int(codes.max()) + 1
     idx, dist = _empty(n, (L - 1) * k_other)
-    rep = None
+    reps: dict = {}
     for m in range(L):
         rows = np.flatnonzero(codes == m)
         km = min(k_other, len(rows))
@@ -264,12 +280,7 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
         if km < 1 or len(others) == 0:
             continue
         index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
-        if own_idx is not None and index.tolerant_for(len(others)):
-            if rep is None:
-                rep = representatives(codes, own_idx)
-            i, d = lists_from_representatives(X, others, own_idx, rep, index.query, km)
-        else:
-            i, d = index.query(X[others], km)
+        i, d = _search(index, X, others, km, codes, own_idx, metric, reps)
         # the block of class m is m − 1 for rows of a smaller class, m for a larger one
         block = np.where(codes[others] < m, m - 1, m)
         cols = block[:, None] * k_other + np.arange(km)[None, :]
@@ -308,8 +319,12 @@ def _merge_rows(cand_idx, cand_dist, k, out_idx, out_dist):
 
 
 def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
-                           random_state=None, n_jobs=None):
+                           random_state=None, n_jobs=None, own_idx=None):
     """Each point's ``k`` nearest points among all other classes, by ⌈log₂ L⌉ bit splits.
+
+    ``own_idx`` as in :func:`other_class_neighbors`: large bit searches then ask
+    representatives only (a point's own class shares its bits, so its own-class
+    neighbours ask the same index).
 
     Returns
     -------
@@ -329,6 +344,7 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
         return idx, dist
     bits = class_bits(L)
     cand_idx, cand_dist = _empty(n, bits * k)
+    reps: dict = {}
     for b in range(bits):
         bit = (codes >> b) & 1
         for v in (0, 1):
@@ -337,8 +353,8 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
             kb = min(k, len(rows))
             if kb < 1 or len(askers) == 0:
                 continue
-            i, d = SearchIndex(X, rows, method, metric, random_state, n_jobs).query(
-                X[askers], kb)
+            index = SearchIndex(X, rows, method, metric, random_state, n_jobs)
+            i, d = _search(index, X, askers, kb, codes, own_idx, metric, reps)
             cand_idx[askers, b * k:b * k + kb] = i
             cand_dist[askers, b * k:b * k + kb] = d
     if bits == 1:
