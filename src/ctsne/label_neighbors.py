@@ -36,6 +36,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._parallel import kernel
 from .brute_neighbors import brute_knn
 from .neighbors import APPROX_ABOVE, TREE_DIMS, TREE_MAX_N, nearest_neighbors
 from .representatives import lists_from_representatives, representatives
@@ -294,28 +295,46 @@ def class_bits(L: int) -> int:
     return max(1, int(np.ceil(np.log2(L))))
 
 
-@numba.njit(parallel=True, cache=True)
-def _merge_rows(cand_idx, cand_dist, k, out_idx, out_dist):
-    n, m = cand_idx.shape
-    for i in numba.prange(n):
-        order = np.argsort(cand_dist[i], kind="mergesort")
+@kernel(20_000)
+def _merge_into(idx, dist, rows, new_idx, new_dist):
+    """Merge each row's sorted ``new`` list into ``rows``' sorted lists, keeping the k
+    nearest distinct points (a point found by two bit searches comes once)."""
+    k = idx.shape[1]
+    kb = new_idx.shape[1]
+    for r in numba.prange(rows.shape[0]):
+        row = rows[r]
+        old_i = idx[row].copy()
+        old_d = dist[row].copy()
+        a = 0
+        b = 0
         t = 0
-        for a in range(m):
-            j = cand_idx[i, order[a]]
-            if cand_dist[i, order[a]] == np.inf:
+        while t < k:
+            take_new = b < kb and (a >= k or new_dist[r, b] < old_d[a])
+            if take_new:
+                j, d = new_idx[r, b], new_dist[r, b]
+                b += 1
+            elif a < k:
+                j, d = old_i[a], old_d[a]
+                a += 1
+            else:
                 break
+            if d == np.inf:
+                break
+            # a duplicate has the same distance (up to rounding) and was taken just before
             seen = False
-            for b in range(t):
-                if out_idx[i, b] == j:
+            s = t - 1
+            while s >= 0 and dist[row, s] >= d * (1.0 - 1e-9):
+                if idx[row, s] == j:
                     seen = True
                     break
-            if seen:
-                continue
-            out_idx[i, t] = j
-            out_dist[i, t] = cand_dist[i, order[a]]
-            t += 1
-            if t == k:
-                break
+                s -= 1
+            if not seen:
+                idx[row, t] = j
+                dist[row, t] = d
+                t += 1
+        for u in range(t, k):
+            idx[row, u] = row
+            dist[row, u] = np.inf
 
 
 def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
@@ -342,10 +361,8 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     large = np.flatnonzero(~small)
     if len(large) == 0:
         return idx, dist
-    bits = class_bits(L)
-    cand_idx, cand_dist = _empty(n, bits * k)
     reps: dict = {}
-    for b in range(bits):
+    for b in range(class_bits(L)):
         bit = (codes >> b) & 1
         for v in (0, 1):
             rows = np.flatnonzero(bit == v)
@@ -353,16 +370,11 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
             kb = min(k, len(rows))
             if kb < 1 or len(askers) == 0:
                 continue
-            index = SearchIndex(X, rows, method, metric, random_state, n_jobs)
+            # the askers' classes are all outside the index: far queries, as above
+            index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
             i, d = _search(index, X, askers, kb, codes, own_idx, metric, reps)
-            cand_idx[askers, b * k:b * k + kb] = i
-            cand_dist[askers, b * k:b * k + kb] = d
-    if bits == 1:
-        idx[large], dist[large] = cand_idx[large], cand_dist[large]
-        return idx, dist
-    out_idx, out_dist = _empty(len(large), k)
-    _merge_rows(cand_idx[large], cand_dist[large], k, out_idx, out_dist)
-    idx[large], dist[large] = out_idx, out_dist
+            _merge_into(idx, dist, askers, np.ascontiguousarray(i, dtype=np.int64),
+                        np.ascontiguousarray(d, dtype=np.float64), work=len(askers) * k)
     return idx, dist
 
 

@@ -52,6 +52,7 @@ def _from_reps(X, queries, own_idx, slot, rep_idx, k, out_idx, out_dist):
     for q in numba.prange(nq):
         x = queries[q]
         cand = np.empty(REPS_PER_POINT * kr, dtype=np.int64)
+        d = np.empty(REPS_PER_POINT * kr)
         m = 0
         got = 0
         for a in range(own_idx.shape[1]):
@@ -59,23 +60,37 @@ def _from_reps(X, queries, own_idx, slot, rep_idx, k, out_idx, out_dist):
             if s < 0:
                 continue
             for b in range(kr):
-                cand[m] = rep_idx[s, b]
+                j = rep_idx[s, b]
+                acc = 0.0
+                for f in range(p):
+                    z = X[x, f] - X[j, f]
+                    acc += z * z
+                cand[m] = j
+                d[m] = np.sqrt(acc)
                 m += 1
             got += 1
             if got == REPS_PER_POINT:
                 break
-        cand = np.unique(cand[:m])
-        d = np.empty(cand.shape[0])
-        for u in range(cand.shape[0]):
-            acc = 0.0
-            for f in range(p):
-                z = X[x, f] - X[cand[u], f]
-                acc += z * z
-            d[u] = np.sqrt(acc)
-        order = np.argsort(d, kind="mergesort")
-        for t in range(min(k, cand.shape[0])):
-            out_idx[q, t] = cand[order[t]]
-            out_dist[q, t] = d[order[t]]
+        order = np.argsort(d[:m])
+        t = 0
+        for u in range(m):
+            j = cand[order[u]]
+            du = d[order[u]]
+            # the same point from two lists has the same distance: it sorts beside its twin
+            seen = False
+            v = t - 1
+            while v >= 0 and out_dist[q, v] == du:
+                if out_idx[q, v] == j:
+                    seen = True
+                    break
+                v -= 1
+            if seen:
+                continue
+            out_idx[q, t] = j
+            out_dist[q, t] = du
+            t += 1
+            if t == k:
+                break
 
 
 def lists_from_representatives(X, queries, own_idx, rep, search, k):
