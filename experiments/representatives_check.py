@@ -30,6 +30,13 @@ from ctsne.balanced import balanced_affinities
 from ctsne.metrics import cross_class_agreement, knn_label_homogeneity, lisi
 
 
+def load_bundled():
+    from ctsne.datasets import load_adult
+
+    data = load_adult(standardize=True)
+    return data.X, data.gender, {"income": data.income, "ethnicity": data.ethnicity}
+
+
 def load(path: Path):
     lines = [ln for ln in path.read_text().splitlines()[1:] if ln.strip()]
     cols = list(zip(*(ln.split(", ") for ln in lines), strict=True))
@@ -52,26 +59,31 @@ def cross_share(P, codes) -> float:
 
 def main(argv=None) -> dict:
     def extra(parser):
-        parser.add_argument("--adult", type=Path, required=True,
-                            help="the UCI Adult training file with a header line")
+        parser.add_argument("--adult", type=Path, default=None,
+                            help="the UCI Adult training file with a header line "
+                                 "(default: the bundled 1,000-row sample)")
 
     args = C.parse_args(__doc__.splitlines()[0], argv, extra)
-    X, gender, others = load(args.adult)
+    X, gender, others = load_bundled() if args.adult is None else load(args.adult)
     _, codes = np.unique(gender, return_inverse=True)
+    params = C.tsne_params(args.small, affinities="balanced", beta=0.01,
+                           random_state=args.seed)
+    perplexity = params.get("perplexity", 30.0)
     out: dict = {"n": len(X), "prior": "gender"}
     P = {}
     saved = label_neighbors.REPS_FROM_PAIRS
+    # the bundled sample is far below the threshold: send every far search through them
+    reps_from = saved if args.adult is not None else 0.0
     try:
-        for name, reps_from in (("representatives", saved), ("exact", np.inf)):
-            label_neighbors.REPS_FROM_PAIRS = reps_from
+        for name, threshold in (("representatives", reps_from), ("exact", np.inf)):
+            label_neighbors.REPS_FROM_PAIRS = threshold
             t0 = time.perf_counter()
-            P[name] = balanced_affinities(X, codes, 30.0)
+            P[name] = balanced_affinities(X, codes, perplexity)
             t_p = time.perf_counter() - t0
-            Y = ConditionalTSNE(affinities="balanced", beta=0.01,
-                                random_state=args.seed).fit_transform(X, gender)
+            Y = ConditionalTSNE(**params).fit_transform(X, gender)
             row = {"P_seconds": t_p, "P_cross_share": cross_share(P[name], codes),
                    "gender_homogeneity": knn_label_homogeneity(Y, gender, 10),
-                   "gender_ilisi": float(np.median(lisi(Y, gender, 30.0)))}
+                   "gender_ilisi": float(np.median(lisi(Y, gender, perplexity)))}
             for label, values in others.items():
                 row[f"{label}_homogeneity"] = knn_label_homogeneity(Y, values, 10)
                 row[f"{label}_cross_agreement"] = cross_class_agreement(

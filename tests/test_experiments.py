@@ -113,3 +113,13 @@ def test_separated_priors(tmp_path):
         assert 1.0 <= t["ilisi"] <= ds["n_batches"] and 0.0 <= ct["cross_coverage"] <= 1.0
     text = (tmp_path / "separated_priors.md").read_text()
     assert "| ct-SNE |" in text and "## digits-scanner" in text
+
+
+def test_representatives_check(tmp_path):
+    # the bundled Adult sample, every far search through representatives, against exact
+    res, files = _run("representatives_check", tmp_path)
+    assert "representatives_check.json" in files
+    assert 0.0 < res["P_total_variation"] < 0.05
+    reps, exact = res["representatives"], res["exact"]
+    assert abs(reps["P_cross_share"] - exact["P_cross_share"]) < 1e-9  # both balanced
+    assert abs(reps["gender_homogeneity"] - exact["gender_homogeneity"]) < 0.05

@@ -9,13 +9,13 @@ Three searches, each at most about one full kNN search in cost:
   ⌈log₂ L⌉ bits; for each bit one index holds the points whose bit is 0 and one those
   whose bit is 1, and each point asks the index of the opposite value. Two different
   classes differ in some bit, so the union of a point's ⌈log₂ L⌉ lists holds its k
-  nearest points of all other classes; merging keeps those k. 2⌈log₂ L⌉ indices over n/2
-  points each, not L searches.
+  nearest points of all other classes; each bit's lists merge into the running k
+  nearest. 2⌈log₂ L⌉ indices over n/2 points each, not L searches.
 
 Exact search (scikit-learn) or pynndescent as chosen by
 :func:`ctsne.neighbors.nearest_neighbors` for an index of that size. Where that is a
-Euclidean tree search, the per-class other-class queries, which lie far from the class
-they search and get little pruning from a tree, scan the class instead
+Euclidean tree search, the other-class queries (per class and per bit), which lie far
+from the points they search and get little pruning from a tree, scan the class instead
 (:mod:`ctsne.brute_neighbors`: the same neighbours and distances; one class of 10,000
 points queried by 40,000: 0.4–0.9 s instead of 1.9 s). The scan grows as (class size) ×
 (queries), so above :data:`SCAN_MAX_PAIRS` (and for classes too large for exact search)
