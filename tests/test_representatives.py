@@ -144,3 +144,22 @@ def test_pooled_bit_searches_through_representatives(rng, monkeypatch):
                       for a, b in zip(idx, exact_idx, strict=True)])
     assert recall > 0.9, recall
     assert np.median(dist[:, -1] / exact_dist[:, -1]) < 1.01
+
+
+def test_pooled_lists_hold_each_point_once_when_searches_round_differently(rng, monkeypatch):
+    # A point of another class is offered by every bit in which the classes differ. Here
+    # bit 1 asks representatives (distances summed in numba) and bit 0 asks scikit-learn
+    # (its ‖x‖² − 2x·y + ‖y‖² formula): the copies' distances differ in the last digits
+    # on data far from the origin, and must still count once.
+    from ctsne.balanced import revised_affinities
+
+    codes = np.repeat(np.arange(4), [100, 300, 150, 450])
+    X = rng.normal(scale=0.01, size=(len(codes), 20)) + 1e3
+    monkeypatch.setattr(ln, "REPS_FROM_PAIRS", 2e5)
+    own, _ = own_class_neighbors(X, codes, 10)
+    idx, dist = ln.pooled_other_neighbors(X, codes, 10, own_idx=own)
+    assert all(len(np.unique(row)) == 10 for row in idx)
+    assert np.all(codes[idx] != codes[:, None]) and np.all(np.isfinite(dist))
+    P = revised_affinities(X, codes, 10.0)
+    assert abs(P - P.T).max() < 1e-15
+    assert abs(P.sum() - 1.0) < 1e-12

@@ -296,23 +296,37 @@ def class_bits(L: int) -> int:
 
 
 @kernel(20_000)
-def _merge_into(idx, dist, rows, new_idx, new_dist):
-    """Merge each row's sorted ``new`` list into ``rows``' sorted lists, keeping the k
-    nearest distinct points (a point found by two bit searches comes once)."""
+def _merge_into(idx, dist, rows, new_idx, new_dist, codes, b):
+    """Merge each row's sorted list from bit ``b``'s search into ``rows``' sorted lists,
+    keeping the k nearest distinct points.
+
+    A point j of another class is offered by every bit in which its class code differs
+    from the row's. Offered first by this bit, it is new; otherwise an earlier bit's search
+    may hold it (approximate searches can miss it), so the row's list is checked by index.
+    Distances cannot tell copies apart: two searches may round the same pair differently.
+    """
     k = idx.shape[1]
     kb = new_idx.shape[1]
+    lower = (1 << b) - 1
     for r in numba.prange(rows.shape[0]):
         row = rows[r]
         old_i = idx[row].copy()
         old_d = dist[row].copy()
         a = 0
-        b = 0
+        c = 0
         t = 0
         while t < k:
-            take_new = b < kb and (a >= k or new_dist[r, b] < old_d[a])
-            if take_new:
-                j, d = new_idx[r, b], new_dist[r, b]
-                b += 1
+            if c < kb and (a >= k or new_dist[r, c] < old_d[a]):
+                j, d = new_idx[r, c], new_dist[r, c]
+                c += 1
+                if (codes[j] ^ codes[row]) & lower != 0:
+                    seen = False
+                    for u in range(k):
+                        if old_i[u] == j and old_d[u] < np.inf:
+                            seen = True
+                            break
+                    if seen:
+                        continue
             elif a < k:
                 j, d = old_i[a], old_d[a]
                 a += 1
@@ -320,18 +334,9 @@ def _merge_into(idx, dist, rows, new_idx, new_dist):
                 break
             if d == np.inf:
                 break
-            # a duplicate has the same distance (up to rounding) and was taken just before
-            seen = False
-            s = t - 1
-            while s >= 0 and dist[row, s] >= d * (1.0 - 1e-9):
-                if idx[row, s] == j:
-                    seen = True
-                    break
-                s -= 1
-            if not seen:
-                idx[row, t] = j
-                dist[row, t] = d
-                t += 1
+            idx[row, t] = j
+            dist[row, t] = d
+            t += 1
         for u in range(t, k):
             idx[row, u] = row
             dist[row, u] = np.inf
@@ -362,6 +367,7 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     if len(large) == 0:
         return idx, dist
     reps: dict = {}
+    codes64 = np.ascontiguousarray(codes, dtype=np.int64)
     for b in range(class_bits(L)):
         bit = (codes >> b) & 1
         for v in (0, 1):
@@ -374,7 +380,8 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
             index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
             i, d = _search(index, X, askers, kb, codes, own_idx, metric, reps)
             _merge_into(idx, dist, askers, np.ascontiguousarray(i, dtype=np.int64),
-                        np.ascontiguousarray(d, dtype=np.float64), work=len(askers) * k)
+                        np.ascontiguousarray(d, dtype=np.float64), codes64, b,
+                        work=len(askers) * k)
     return idx, dist
 
 
