@@ -28,6 +28,7 @@ import ctsne.label_neighbors as label_neighbors
 from ctsne import ConditionalTSNE
 from ctsne.balanced import balanced_affinities
 from ctsne.metrics import cross_class_agreement, knn_label_homogeneity, lisi
+from ctsne.mixing import prior_mixing
 
 
 def load_bundled():
@@ -50,11 +51,6 @@ def load(path: Path):
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     return X, np.array(cols[9]), {"income": np.array(cols[14]),
                                   "marital-status": np.array(cols[5])}
-
-
-def cross_share(P, codes) -> float:
-    P = P.tocoo()
-    return float(P.data[codes[P.row] != codes[P.col]].sum() / P.data.sum())
 
 
 def main(argv=None) -> dict:
@@ -81,7 +77,7 @@ def main(argv=None) -> dict:
             P[name] = balanced_affinities(X, codes, perplexity)
             t_p = time.perf_counter() - t0
             Y = ConditionalTSNE(**params).fit_transform(X, gender)
-            row = {"P_seconds": t_p, "P_cross_share": cross_share(P[name], codes),
+            row = {"P_seconds": t_p, "P_cross_share": prior_mixing(P[name], codes).cross,
                    "gender_homogeneity": knn_label_homogeneity(Y, gender, 10),
                    "gender_ilisi": float(np.median(lisi(Y, gender, perplexity)))}
             for label, values in others.items():

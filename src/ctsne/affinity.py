@@ -21,6 +21,9 @@ def n_neighbors_for(perplexity: float, n: int) -> int:
 
 # Neighbour entries (n·k) from which a pass runs on the thread pool.
 PARALLEL_FROM_ENTRIES = 20_000
+# The bisection on each row's precision: entropy tolerance (nats) and most steps.
+CALIBRATE_TOL = 1e-8
+CALIBRATE_MAX_ITER = 200
 
 
 @numba.njit(cache=True)
@@ -74,8 +77,8 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, out):
         calibrate_row(dist[i], perplexity, tol, max_iter, out[i])
 
 
-def calibrate(distances: np.ndarray, perplexity: float, tol: float = 1e-8,
-              max_iter: int = 200, out: np.ndarray | None = None) -> np.ndarray:
+def calibrate(distances: np.ndarray, perplexity: float, tol: float = CALIBRATE_TOL,
+              max_iter: int = CALIBRATE_MAX_ITER, out: np.ndarray | None = None) -> np.ndarray:
     """Row-stochastic conditional probabilities ``p_{j|i}`` with the given perplexity.
 
     ``distances`` are (n, k) distances to the k nearest neighbours; the Gaussian acts on

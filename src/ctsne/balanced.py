@@ -34,7 +34,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._parallel import kernel
-from .affinity import PARALLEL_FROM_ENTRIES, calibrate_row, n_neighbors_for, symmetrize
+from .affinity import (
+    CALIBRATE_MAX_ITER,
+    CALIBRATE_TOL,
+    PARALLEL_FROM_ENTRIES,
+    calibrate_row,
+    n_neighbors_for,
+    symmetrize,
+)
 from .label_neighbors import other_class_neighbors, own_class_neighbors, pooled_other_neighbors
 
 __all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",
@@ -84,8 +91,8 @@ def _calibrate_blocks(dist, starts, perplexity, k, weights, out):
                     w += 1
             if w == 0:
                 continue
-            calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k), 1e-8, 200,
-                          out[i, lo:lo + w])
+            calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k),
+                          CALIBRATE_TOL, CALIBRATE_MAX_ITER, out[i, lo:lo + w])
             for j in range(lo, lo + w):
                 out[i, j] *= weights[i, b]
                 total += out[i, j]

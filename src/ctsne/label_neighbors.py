@@ -241,15 +241,17 @@ def _drop_self(idx, dist, rows):
     return idx[keep].reshape(m, -1), dist[keep].reshape(m, -1)
 
 
-def _search(index, X, queries, k, codes, own_idx, metric, reps):
-    """``index``'s k nearest points to each of ``queries``; large Euclidean searches ask
-    representatives only (``reps`` caches which points they are)."""
-    if own_idx is not None and metric == "euclidean" and (
-            len(index.rows) * len(queries) > REPS_FROM_PAIRS
-            or index.tolerant_for(len(queries))):
-        if "rep" not in reps:
-            reps["rep"] = representatives(codes, own_idx)
-        return lists_from_representatives(X, queries, own_idx, reps["rep"], index.query, k)
+def _representatives(codes, own_idx, metric):
+    """The representatives mask where far searches may use it (Euclidean, own lists given)."""
+    return None if own_idx is None or metric != "euclidean" else representatives(codes, own_idx)
+
+
+def _search(index, X, queries, k, own_idx, rep):
+    """``index``'s k nearest points to each of ``queries``; with ``rep``, large searches
+    ask the representatives only."""
+    if rep is not None and (len(index.rows) * len(queries) > REPS_FROM_PAIRS
+                            or index.tolerant_for(len(queries))):
+        return lists_from_representatives(X, queries, own_idx, rep, index.query, k)
     return index.query(X[queries], k)
 
 
@@ -273,7 +275,7 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
     n = len(codes)
     L = int(codes.max()) + 1
     idx, dist = _empty(n, (L - 1) * k_other)
-    reps: dict = {}
+    rep = _representatives(codes, own_idx, metric)
     for m in range(L):
         rows = np.flatnonzero(codes == m)
         km = min(k_other, len(rows))
@@ -281,7 +283,7 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
         if km < 1 or len(others) == 0:
             continue
         index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
-        i, d = _search(index, X, others, km, codes, own_idx, metric, reps)
+        i, d = _search(index, X, others, km, own_idx, rep)
         # the block of class m is m − 1 for rows of a smaller class, m for a larger one
         block = np.where(codes[others] < m, m - 1, m)
         cols = block[:, None] * k_other + np.arange(km)[None, :]
@@ -322,7 +324,7 @@ def _merge_into(idx, dist, rows, new_idx, new_dist, codes, b):
                 if (codes[j] ^ codes[row]) & lower != 0:
                     seen = False
                     for u in range(k):
-                        if old_i[u] == j and old_d[u] < np.inf:
+                        if old_i[u] == j:  # empty slots hold the row itself, never j
                             seen = True
                             break
                     if seen:
@@ -366,7 +368,7 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     large = np.flatnonzero(~small)
     if len(large) == 0:
         return idx, dist
-    reps: dict = {}
+    rep = _representatives(codes, own_idx, metric)
     codes64 = np.ascontiguousarray(codes, dtype=np.int64)
     for b in range(class_bits(L)):
         bit = (codes >> b) & 1
@@ -378,7 +380,7 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
                 continue
             # the askers' classes are all outside the index: far queries, as above
             index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
-            i, d = _search(index, X, askers, kb, codes, own_idx, metric, reps)
+            i, d = _search(index, X, askers, kb, own_idx, rep)
             _merge_into(idx, dist, askers, np.ascontiguousarray(i, dtype=np.int64),
                         np.ascontiguousarray(d, dtype=np.float64), codes64, b,
                         work=len(askers) * k)
