@@ -5,8 +5,8 @@
 
 The data: 20 Gaussian clusters in 10 dimensions (the structure to keep), repeated in
 every class with a class-specific shift (a batch effect that separates the classes). Times,
-in one run side by side: the standard P (:func:`ctsne.affinity.joint_affinities`), the
-balanced P alone (:func:`ctsne.balanced.balanced_affinities`), and ``affinities="auto"``
+in one run side by side: the standard P (:func:`ctsne.affinities.standard.joint_affinities`), the
+balanced P alone (:func:`ctsne.affinities.balanced.balanced_affinities`), and ``affinities="auto"``
 (standard P, diagnostic, then the balanced P reusing the all-own-class standard lists).
 With ``--compare-trees`` the balanced P is also timed with the other-class searches in
 scikit-learn trees, as before the brute-force scan of far queries (same P).
@@ -23,12 +23,12 @@ import platform
 import time
 from pathlib import Path
 
+import ctsne.neighbors.by_class as label_neighbors
 import numpy as np
 
-import ctsne.label_neighbors as label_neighbors
-from ctsne.affinity import joint_affinities
-from ctsne.balanced import balanced_affinities
-from ctsne.conditioning import input_affinities
+from ctsne.affinities.balanced import balanced_affinities
+from ctsne.affinities.modes import input_affinities
+from ctsne.affinities.standard import joint_affinities
 
 HERE = Path(__file__).resolve().parent
 

@@ -26,8 +26,8 @@ import time
 import numba
 import numpy as np
 
-from ctsne.repulsion.barnes_hut import repulsion_bh
-from ctsne.repulsion.exact import repulsion_exact
+from ctsne.forces.repulsion.barnes_hut import repulsion_bh
+from ctsne.forces.repulsion.exact import repulsion_exact
 
 
 def tsne_like(n: int, d: int, rng: np.random.Generator, span: float | None = None) -> np.ndarray:
@@ -144,9 +144,9 @@ def theta_sweep(rng) -> None:
 
 def versus_fft(rng, theta: float, full: bool) -> None:
     try:
-        from ctsne.repulsion.fft import repulsion_fft
+        from ctsne.forces.repulsion.fft import repulsion_fft
     except ImportError:
-        print("\n5. ctsne.repulsion.fft not available: comparison skipped")
+        print("\n5. ctsne.forces.repulsion.fft not available: comparison skipped")
         return
     print(f"\n5. Barnes-Hut (theta = {theta}) vs the FFT engine at its defaults, d = 2")
     print("   (where BH stops winning sets BH_BELOW in conditional.py)")

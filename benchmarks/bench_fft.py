@@ -32,9 +32,9 @@ import time
 import numba
 import numpy as np
 
-import ctsne.repulsion.fft as fft
-from ctsne.repulsion.exact import repulsion_exact
-from ctsne.repulsion.fft import repulsion_fft
+import ctsne.forces.repulsion.fft as fft
+from ctsne.forces.repulsion.exact import repulsion_exact
+from ctsne.forces.repulsion.fft import repulsion_fft
 
 
 def tsne_like(n: int, d: int, span: float, seed: int = 0) -> np.ndarray:

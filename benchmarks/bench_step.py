@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ctsne.gradient import ConditionalGradient
+from ctsne.forces.gradient import ConditionalGradient
 from ctsne.prior import make_prior
 
 HERE = Path(__file__).resolve().parent

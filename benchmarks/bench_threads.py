@@ -31,8 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from ctsne import ConditionalTSNE
+from ctsne.estimator.tsne import ConditionalTSNE
 
 RESULTS = Path(__file__).with_name("results.jsonl")
 

@@ -118,7 +118,7 @@ def _cli_help(app) -> None:
     import contextlib
     import io
 
-    from ctsne.cli import build_parser
+    from ctsne.interfaces.cli.main import build_parser
 
     os.environ["COLUMNS"] = "88"  # argparse wraps to this width; no terminal here
     parser = build_parser()

@@ -1,7 +1,7 @@
 """Approximate far lists (representatives) against exact ones, on the full UCI Adult.
 
 Large balanced P ask only representatives for their far searches
-(:mod:`ctsne.representatives`, above ``label_neighbors.REPS_FROM_PAIRS`` point pairs).
+(:mod:`ctsne.neighbors.representatives`, above ``label_neighbors.REPS_FROM_PAIRS`` point pairs).
 This script builds the balanced P of the full Adult training file (32,561 rows, prior =
 gender: 21,790 × 10,771 = 2.3·10⁸ pairs, so the default takes that path) twice, through
 representatives and exactly, and embeds both: the P's total-variation distance, and the
@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 import _common as C
+import ctsne.neighbors.by_class as label_neighbors
 import numpy as np
+from ctsne.estimator.tsne import ConditionalTSNE
 
-import ctsne.label_neighbors as label_neighbors
-from ctsne import ConditionalTSNE
-from ctsne.balanced import balanced_affinities
+from ctsne.affinities.balanced import balanced_affinities
+from ctsne.affinities.mixing import prior_mixing
 from ctsne.metrics import cross_class_agreement, knn_label_homogeneity, lisi
-from ctsne.mixing import prior_mixing
 
 
 def load_bundled():

@@ -4,13 +4,14 @@ import warnings
 
 import numpy as np
 import pytest
+from ctsne.estimator.tsne import ConditionalTSNE
+from ctsne.neighbors.by_class import pooled_other_neighbors
 
-from ctsne import ConditionalTSNE, label_neighbors
-from ctsne.affinity import joint_affinities
-from ctsne.balanced import balanced_affinities, revised_affinities
-from ctsne.conditioning import input_affinities
-from ctsne.label_neighbors import pooled_other_neighbors
+from ctsne.affinities.balanced import balanced_affinities, revised_affinities
+from ctsne.affinities.modes import input_affinities
+from ctsne.affinities.standard import joint_affinities
 from ctsne.metrics import knn_label_homogeneity
+from ctsne.neighbors import by_class as label_neighbors
 
 
 def _bisect(d2: np.ndarray, perplexity: float) -> np.ndarray:
@@ -122,7 +123,7 @@ def test_pooled_search_is_exact_and_uses_few_indices(k, n_indices, rows_indexed,
 
 
 def test_reused_standard_lists_give_the_same_balanced_p(rng):
-    from ctsne.neighbors import nearest_neighbors
+    from ctsne.neighbors.search import nearest_neighbors
 
     X, codes = _separated(rng, sizes=(60, 60), shift=1.5)
     idx, dist = nearest_neighbors(X, 15, method="exact")
@@ -140,9 +141,8 @@ def test_reused_standard_lists_give_the_same_balanced_p(rng):
 def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactly(
         rng, monkeypatch):
     import pynndescent
-
-    from ctsne.label_neighbors import own_class_neighbors
-    from ctsne.neighbors import nearest_neighbors
+    from ctsne.neighbors.by_class import own_class_neighbors
+    from ctsne.neighbors.search import nearest_neighbors
 
     X, codes = _separated(rng, sizes=(150, 150), shift=2.5)
     idx, dist = nearest_neighbors(X, 12, method="exact")
@@ -236,7 +236,7 @@ def test_bad_affinity_options_are_rejected(params, match, rng):
 def test_cli_passes_the_affinity_options(tmp_path, monkeypatch, capsys):
     import pickle
 
-    from ctsne.cli import main
+    from ctsne.interfaces.cli.main import main
 
     rng = np.random.default_rng(0)
     X, codes = _separated(rng, sizes=(40, 40), shift=20.0)

@@ -7,13 +7,13 @@ import pytest
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
-import ctsne.repulsion.conditional as conditional
-from ctsne.attraction import attraction
-from ctsne.objective import exact_objective_terms
+import ctsne.forces.repulsion.conditional as conditional
+from ctsne.forces.attraction import attraction
+from ctsne.forces.objective import exact_objective_terms
+from ctsne.forces.repulsion.barnes_hut import repulsion_bh
+from ctsne.forces.repulsion.conditional import ConditionalRepulsion
+from ctsne.forces.repulsion.exact import repulsion_exact
 from ctsne.prior import make_prior
-from ctsne.repulsion.barnes_hut import repulsion_bh
-from ctsne.repulsion.conditional import ConditionalRepulsion
-from ctsne.repulsion.exact import repulsion_exact
 
 
 def tsne_like(n, d, rng, span=60.0):
@@ -252,7 +252,7 @@ def test_auto_sends_a_minor_term_to_the_coarse_fft_grid(beta, swapped):
 def test_single_precision_sweeps_keep_the_accuracy(d):
     """From 512 points and θ ≥ 0.3 the 1-D/2-D sweeps run in float32: the error is still
     the opening angle's, and close to the float64 sweeps' result."""
-    import ctsne.repulsion.barnes_hut as bh
+    import ctsne.forces.repulsion.barnes_hut as bh
 
     Y = tsne_like(6000, d, np.random.default_rng(11), span=120.0)
     Fe, Ze = repulsion_exact(Y)

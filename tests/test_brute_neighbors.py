@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from ctsne.neighbors.brute import brute_knn
+from ctsne.neighbors.by_class import other_class_neighbors
 
-from ctsne import label_neighbors
-from ctsne.brute_neighbors import brute_knn
-from ctsne.label_neighbors import other_class_neighbors
+from ctsne.neighbors import by_class as label_neighbors
 
 
 def _dense(Y, Q, k):
@@ -39,7 +39,7 @@ def test_scan_gives_the_tree_search_bit_for_bit(rng, monkeypatch):
 def test_far_queries_beyond_the_scan_size_keep_the_tolerance(monkeypatch):
     # Above SCAN_MAX_PAIRS the far queries use a k-d tree with relative tolerance eps:
     # the j-th distance returned is at most (1 + eps) times the true j-th nearest one.
-    from ctsne import label_neighbors as ln
+    from ctsne.neighbors import by_class as ln
 
     rng = np.random.default_rng(3)
     T = rng.normal(size=(3000, 6))

@@ -4,12 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
+from ctsne.estimator.tsne import ConditionalTSNE
 from sklearn.datasets import load_digits
 
-from ctsne import ConditionalTSNE
-from ctsne.affinity import calibrate, joint_affinities
-from ctsne.initialization import initial_embedding
+from ctsne.affinities.standard import calibrate, joint_affinities
 from ctsne.metrics import knn_label_homogeneity
+from ctsne.optimization.initialization import initial_embedding
 
 
 @pytest.fixture(scope="module")

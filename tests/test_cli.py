@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctsne import io
-from ctsne.cli import main
 from ctsne.datasets import make_synthetic
+from ctsne.interfaces.cli.main import main
+from ctsne.interfaces.files import io
 from ctsne.metrics import laplacian_score
 
 N = 150
@@ -27,8 +27,8 @@ FAST = ["--n-iter", "60", "--exaggeration-iter", "30", "--perplexity", "10", "--
 
 
 def ctsne(*args, cwd, timeout=180):
-    """Run ``python -m ctsne.cli ARGS`` and return the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "ctsne.cli", *map(str, args)], cwd=cwd,
+    """Run ``python -m ctsne.interfaces.cli.main ARGS`` and return the CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "ctsne", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -247,7 +247,7 @@ def test_resume_continues_the_saved_model(work, tmp_path, monkeypatch, capsys):
 def test_ctrl_c_writes_a_partial_embedding(work, tmp_path):
     d, _ = work
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctsne.cli", "embed", str(d / "data.csv"), "--id", "name",
+        [sys.executable, "-m", "ctsne", "embed", str(d / "data.csv"), "--id", "name",
          "--prior", "f14",
          "-o", "part.csv", "--n-iter", "1000000", "--perplexity", "10", "--save-model",
          "part.pkl", "--threads", "1"],
@@ -396,7 +396,9 @@ def test_score_needs_something_to_score(work, capsys, monkeypatch):
 
 
 def test_embed_compare_draws_tsne_from_the_same_p_and_start(work, tmp_path, monkeypatch):
-    from ctsne import ConditionalTSNE, commands, plotting  # noqa: F401  (commands: loaded)
+    from ctsne.estimator.tsne import ConditionalTSNE
+
+    from ctsne.plotting import figures as plotting  # noqa: F401  (commands: loaded)
 
     d, data = work
     monkeypatch.chdir(tmp_path)
@@ -443,7 +445,7 @@ def test_embed_compare_draws_tsne_from_the_same_p_and_start(work, tmp_path, monk
     (["--compare"], "--compare draws t-SNE beside ct-SNE: it needs --plot and --prior"),
 ])
 def test_plot_options_fail_before_the_work(work, tmp_path, monkeypatch, capsys, extra, phrase):
-    from ctsne import commands
+    from ctsne.interfaces.cli import commands
 
     d, data = work
     with open(d / "data.csv") as src, open(tmp_path / "m.csv", "w") as dst:

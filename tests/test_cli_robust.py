@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from test_cli import FAST, N, assert_usage_error, ctsne
 
-from ctsne.cli import main
 from ctsne.datasets import make_synthetic
+from ctsne.interfaces.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_resume_checks_input_and_applies_the_prior(work, tmp_path, monkeypatch, 
 def _press_twice(data_csv, out):
     """``ctsne embed`` in ``out``, Ctrl-C twice once it optimises: (exit code, stderr)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctsne.cli", "embed", str(data_csv), "--id", "name",
+        [sys.executable, "-m", "ctsne", "embed", str(data_csv), "--id", "name",
          "--prior", "f14", "-o", "part.csv", "--save-model", "part.pkl", "--plot",
          "part.png", "--n-iter", "1000000", "--perplexity", "10", "--threads", "1"],
         cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -65,7 +65,7 @@ def test_quickstart(tmp_path):
 
 
 def test_terminal_tutorial(tmp_path):
-    from ctsne import io
+    from ctsne.interfaces.files import io
 
     n = 200
     run(DOCS / "tutorials" / "terminal.sh", tmp_path, n)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from ctsne import io
-from ctsne.cli import main
+from ctsne.interfaces.cli.main import main
+from ctsne.interfaces.files import io
 
 FAST = ["--n-iter", "100", "--exaggeration-iter", "50", "--perplexity", "10", "--seed", "0",
         "--threads", "1", "-q"]

@@ -7,10 +7,12 @@ import warnings
 
 import numpy as np
 import pytest
+from ctsne.estimator.tsne import ConditionalTSNE
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ctsne import ConditionalTSNE, exact_objective_terms, make_prior
+from ctsne.forces.objective import exact_objective_terms
+from ctsne.prior import make_prior
 
 
 @pytest.fixture
@@ -184,7 +186,7 @@ def test_every_method_reaches_the_same_kl(monkeypatch):
 
     Each final embedding is scored with the numpy reference objective, not the engine's own.
     """
-    from ctsne.repulsion import conditional
+    from ctsne.forces.repulsion import conditional
 
     # groups of ~400 would go to the exact kernel; make the approximations do all the work
     monkeypatch.setitem(conditional.EXACT_BELOW, "bh", 0)

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from ctsne.estimator.tsne import ConditionalTSNE
 from sklearn.base import clone
 
-from ctsne import ConditionalTSNE
 from ctsne.prior import weights_from_sizes
 
 

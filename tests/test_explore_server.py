@@ -8,10 +8,10 @@ import urllib.request
 import numpy as np
 import pytest
 
-import ctsne.explorer as pkg
-from ctsne.cli import main
-from ctsne.explorer import command as command_mod
-from ctsne.explorer import explore
+import ctsne.interfaces.explorer as pkg
+from ctsne.interfaces.cli.main import main
+from ctsne.interfaces.explorer import command as command_mod
+from ctsne.interfaces.explorer import explore
 
 
 def _get(url, headers=None):
@@ -108,11 +108,11 @@ def test_page_logic_without_a_browser(tmp_path):
     import time
 
     from bokeh.document import Document
+    from ctsne.estimator.tsne import ConditionalTSNE
 
-    from ctsne import ConditionalTSNE
-    from ctsne.explorer.app import _Page
-    from ctsne.explorer.controller import Explorer
-    from ctsne.explorer.session import Session, Step
+    from ctsne.interfaces.explorer.app import _Page
+    from ctsne.interfaces.explorer.controller import Explorer
+    from ctsne.interfaces.explorer.session import Session, Step
 
     rng = np.random.default_rng(2)
     n = 120
@@ -163,11 +163,11 @@ def test_page_draws_a_subsample_but_selects_every_point(tmp_path):
     from types import SimpleNamespace
 
     from bokeh.document import Document
+    from ctsne.estimator.tsne import ConditionalTSNE
 
-    from ctsne import ConditionalTSNE
-    from ctsne.explorer.app import _Page
-    from ctsne.explorer.controller import Explorer
-    from ctsne.explorer.session import Session, Step
+    from ctsne.interfaces.explorer.app import _Page
+    from ctsne.interfaces.explorer.controller import Explorer
+    from ctsne.interfaces.explorer.session import Session, Step
 
     rng = np.random.default_rng(3)
     n = 300

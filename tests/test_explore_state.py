@@ -5,12 +5,12 @@ import json
 
 import numpy as np
 import pytest
+from ctsne.estimator.tsne import ConditionalTSNE
 
-from ctsne import ConditionalTSNE
-from ctsne.explorer import session as session_mod
-from ctsne.explorer.controller import Explorer
-from ctsne.explorer.refit import RefitJob, fit_sharing_affinities
-from ctsne.explorer.session import Session, Step, cluster_labels, prior_labels
+from ctsne.interfaces.explorer import session as session_mod
+from ctsne.interfaces.explorer.controller import Explorer
+from ctsne.interfaces.explorer.refit import RefitJob, fit_sharing_affinities
+from ctsne.interfaces.explorer.session import Session, Step, cluster_labels, prior_labels
 
 
 def _data(n=150, seed=0):

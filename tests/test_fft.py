@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import ctsne.repulsion.conditional as conditional
-import ctsne.repulsion.fft as fft
-from ctsne.attraction import attraction
-from ctsne.objective import exact_objective_terms
+import ctsne.forces.repulsion.conditional as conditional
+import ctsne.forces.repulsion.fft as fft
+from ctsne.forces.attraction import attraction
+from ctsne.forces.objective import exact_objective_terms
+from ctsne.forces.repulsion import ConditionalRepulsion
+from ctsne.forces.repulsion.exact import repulsion_exact
+from ctsne.forces.repulsion.fft import exact_is_faster, grid_shape, repulsion_fft
 from ctsne.prior import make_prior
-from ctsne.repulsion import ConditionalRepulsion
-from ctsne.repulsion.exact import repulsion_exact
-from ctsne.repulsion.fft import exact_is_faster, grid_shape, repulsion_fft
 
 N = 2000
 

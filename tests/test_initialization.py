@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ctsne.initialization import INIT_STD, initial_embedding
+from ctsne.optimization.initialization import INIT_STD, initial_embedding
 
 
 def _svd_scores(R, k):

@@ -1,4 +1,4 @@
-"""Reading tables, data hygiene and atomic writing (ctsne.io)."""
+"""Reading tables, data hygiene and atomic writing (ctsne.interfaces.files.io)."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from ctsne import features, io
+from ctsne.interfaces.files import features, io
 
 CSV = """a,b,kind,label
 1.5,2,x,u

@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 from conftest import random_affinities
 
-from ctsne.affinity import joint_affinities
-from ctsne.mixing import prior_mixing
+from ctsne.affinities.mixing import prior_mixing
+from ctsne.affinities.standard import joint_affinities
 
 
 def test_against_a_dense_computation(rng):
@@ -57,9 +57,10 @@ def test_bad_codes_are_rejected(rng):
 
 
 def test_the_table_gives_the_mixing_of_its_symmetrised_p(rng):
-    from ctsne.affinity import calibrate, symmetrize
-    from ctsne.mixing import table_mixing
-    from ctsne.neighbors import nearest_neighbors
+    from ctsne.neighbors.search import nearest_neighbors
+
+    from ctsne.affinities.mixing import table_mixing
+    from ctsne.affinities.standard import calibrate, symmetrize
 
     X = rng.normal(size=(300, 4))
     codes = (X[:, 0] > 0.3).astype(np.int64) + (X[:, 1] > 1.0)

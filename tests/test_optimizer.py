@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ctsne.optimizer import _step
+from ctsne.optimization.optimizer import _step
 
 
 def _reference(Y, grad, update, gains, lr, momentum, min_gain, cap):

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from ctsne import io, plotting
+from ctsne.interfaces.files import io
+from ctsne.plotting import figures as plotting
 
 pytest.importorskip("matplotlib")
 

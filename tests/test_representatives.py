@@ -1,15 +1,15 @@
 """Far lists shared from representatives, against dense distances computed here."""
 
 import numpy as np
-
-from ctsne import label_neighbors as ln
-from ctsne.label_neighbors import other_class_neighbors, own_class_neighbors
-from ctsne.representatives import (
+from ctsne.neighbors.by_class import other_class_neighbors, own_class_neighbors
+from ctsne.neighbors.representatives import (
     REP_EVERY,
     REPS_PER_POINT,
     lists_from_representatives,
     representatives,
 )
+
+from ctsne.neighbors import by_class as ln
 
 
 def _shifted(rng, sizes=(900, 700, 400), dims=5, shift=12.0):
@@ -151,7 +151,7 @@ def test_pooled_lists_hold_each_point_once_when_searches_round_differently(rng, 
     # bit 1 asks representatives (distances summed in numba) and bit 0 asks scikit-learn
     # (its ‖x‖² − 2x·y + ‖y‖² formula): the copies' distances differ in the last digits
     # on data far from the origin, and must still count once.
-    from ctsne.balanced import revised_affinities
+    from ctsne.affinities.balanced import revised_affinities
 
     codes = np.repeat(np.arange(4), [100, 300, 150, 450])
     X = rng.normal(scale=0.01, size=(len(codes), 20)) + 1e3

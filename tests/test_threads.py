@@ -21,7 +21,7 @@ SMALL_RUN = textwrap.dedent("""
     import numba
     from ctsne import ConditionalTSNE
     from ctsne._parallel import Kernel
-    from ctsne.repulsion.barnes_hut import repulsion_bh
+    from ctsne.forces.repulsion.barnes_hut import repulsion_bh
 
     assert numba.get_num_threads() == 2
     rng = np.random.default_rng(0)
@@ -54,9 +54,9 @@ def test_small_problems_stay_on_the_calling_thread():
     parallel, serial = _run(SMALL_RUN, NUMBA_NUM_THREADS="2")[-2:]
     assert parallel == ""
     # the kernels of a fit and of Barnes-Hut did run, in their serial variants
-    for name in ("ctsne.attraction._attraction_planar", "ctsne.optimizer._step",
-                 "ctsne.repulsion.exact._grouped_kernel_2d", "ctsne.affinity._calibrate_kernel",
-                 "ctsne.repulsion.barnes_hut._traverse", "ctsne.gradient._fixed_part"):
+    for name in ("ctsne.forces.attraction._attraction_planar", "ctsne.optimization.optimizer._step",
+                 "ctsne.forces.repulsion.exact._grouped_kernel_2d", "ctsne.affinities.standard._calibrate_kernel",
+                 "ctsne.forces.repulsion.barnes_hut._traverse", "ctsne.forces.gradient._fixed_part"):
         assert name in serial.split(","), serial
 
 
@@ -93,7 +93,7 @@ POLICY = "import os, {}; print(os.environ.get('OMP_WAIT_POLICY'))"
 
 # through the estimator (the user's path) once; the cheap module for the other cases
 @pytest.mark.parametrize("module, env, expected", [
-    ("ctsne.estimator", {}, "PASSIVE"),
+    ("ctsne.estimator.tsne", {}, "PASSIVE"),
     ("ctsne._parallel", {"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),
     ("ctsne._parallel", {"GOMP_SPINCOUNT": "1000"}, "None"),
 ])

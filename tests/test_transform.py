@@ -4,14 +4,14 @@ import pickle
 
 import numpy as np
 import pytest
+from ctsne.estimator.placement import ReferenceRepulsion, encode_new_prior, placement_objective
+from ctsne.estimator.tsne import ConditionalTSNE
 from scipy.optimize import approx_fprime
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import KNeighborsClassifier
 
-from ctsne import ConditionalTSNE
 from ctsne.prior import make_prior
-from ctsne.transform import ReferenceRepulsion, encode_new_prior, placement_objective
 
 
 def _dense_objective(Y_flat, Y_ref, P, W):

@@ -9,20 +9,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from . import _moved
+
 __version__ = "0.1.0"
+
+_moved.install()  # old module paths named by pickled models (see ctsne._moved)
 
 # Public names load on first use: `import ctsne` (and `ctsne --help`) must not pay for
 # numba, scikit-learn and scipy until something actually needs them.
 _LAZY = {
-    "ConditionalTSNE": "estimator",
-    "ObjectiveTerms": "objective",
-    "exact_objective": "objective",
-    "exact_objective_terms": "objective",
+    "ConditionalTSNE": "estimator.tsne",
+    "ObjectiveTerms": "forces.objective",
+    "exact_objective": "forces.objective",
+    "exact_objective_terms": "forces.objective",
     "make_prior": "prior",
-    "explore": "explorer",
+    "explore": "interfaces.explorer",
 }
-_SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "io", "features",
-               "cli", "tl", "pl"}
+_SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "tl", "pl"}
 
 __all__ = [
     "ConditionalTSNE",
@@ -35,9 +38,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .estimator import ConditionalTSNE
-    from .explorer import explore
-    from .objective import ObjectiveTerms, exact_objective, exact_objective_terms
+    from .estimator.tsne import ConditionalTSNE
+    from .forces.objective import ObjectiveTerms, exact_objective, exact_objective_terms
+    from .interfaces.explorer import explore
     from .prior import make_prior
 
 

@@ -268,7 +268,7 @@ def lisi(Y: np.ndarray, labels, perplexity: float = 30.0) -> np.ndarray:
     ndarray (n,): values in [1, number of labels]; 1 where a point's neighbourhood holds
     one label.
     """
-    from .affinity import calibrate
+    from .affinities.standard import calibrate
 
     Y, labels = _check_Y_labels(Y, labels)
     n = len(Y)

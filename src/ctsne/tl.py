@@ -81,7 +81,7 @@ def _prior(adata, prior):
 
 
 def _graph_knn(adata, neighbors_key: str):
-    from .precomputed import knn_from_graph
+    from .affinities.precomputed import knn_from_graph
 
     key = "neighbors" if neighbors_key is None else neighbors_key
     if key not in adata.uns:
@@ -162,7 +162,7 @@ def ctsne(
     ``alpha``, ``beta``, ``n_iter``, ``perplexity`` (the one used), ``timings``, and
     ``prior_mixing`` / ``affinities`` summaries when the estimator provides them.
     """
-    from .estimator import ConditionalTSNE
+    from .estimator.tsne import ConditionalTSNE
 
     if not (hasattr(adata, "obsm") and hasattr(adata, "obs")):
         raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
@@ -176,7 +176,7 @@ def ctsne(
     model = ConditionalTSNE(beta=beta, **estimator_kwargs)
     asked = model.perplexity
     if neighbors_key is not None:
-        from .precomputed import effective_perplexity
+        from .affinities.precomputed import effective_perplexity
 
         knn, key, dist_key = _graph_knn(adata, neighbors_key)
         k = knn[0].shape[1]

@@ -219,7 +219,7 @@ def aae_tsne(
     Y : ndarray (n, 2)
     censor : AdversarialCensor
     """
-    from .. import ConditionalTSNE
+    from ..estimator.tsne import ConditionalTSNE
 
     censor = AdversarialCensor(random_state=random_state, **(aae_params or {}))
     Z = censor.fit_transform(X, labels)

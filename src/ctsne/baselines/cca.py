@@ -172,7 +172,7 @@ def cca_tsne(
     projection : CCAProjection
         The fitted projection.
     """
-    from .. import ConditionalTSNE
+    from ..estimator.tsne import ConditionalTSNE
 
     proj = CCAProjection(variant=variant, n_removed=n_removed)
     Z = proj.fit_transform(X, labels)

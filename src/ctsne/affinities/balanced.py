@@ -1,0 +1,203 @@
+"""Input affinities conditioned on the prior: label-balanced P and revised ct-SNE's P.
+
+Where the prior separates the data, a point's k nearest neighbours all lie in its own
+class, P has no mass across classes and ct-SNE's β' has nothing to act on. Both
+variants here give each point neighbour lists drawn from its own class and from the other
+classes separately, calibrate each list (block) on its own — a perplexity bisection on
+that block's distances, so that the nearest counterparts in a far class get real weight
+however far the class lies — mix the blocks with fixed weights per row and symmetrise
+``(C + Cᵀ)/2n`` as usual.
+
+``balanced`` (batch-balanced kNN, as BBKNN does for single-cell data)
+    Own class: k = 3·perplexity neighbours at the given perplexity, weight
+    ``within_weight`` (default 0.85, :func:`default_within_weight`). With at most
+    :data:`PER_CLASS_UP_TO` other classes every other class m is a block of
+    ``min(k, max(K_MIN, ⌈k/(L−1)⌉))`` neighbours at a perplexity scaled by the same
+    factor (:func:`block_perplexity`), the blocks
+    sharing ``1 − within_weight`` in proportion to the class sizes; with more classes
+    all other classes form one pooled block of k neighbours at the given perplexity.
+``revised`` (Heiter, Kang, Seurinck & Lijffijt, IDA 2023)
+    A within-label block and one pooled across-label block, each of k neighbours at the
+    given perplexity; the within-label conditional affinities are multiplied by α
+    (``within_weight``, default 1/2) and rows renormalised:
+    ``p_{j|i} = (α p^within_{j|i} + p^across_{j|i}) / (1 + α)``. α < 1 down-weights the
+    own class; α = 1 gives both halves equal mass.
+
+Several priors are balanced on their joint classes (a point's own block: the points
+equal to it in every prior), with ``combine="joint"`` and ``combine="product"`` alike.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from .._parallel import kernel
+from ..neighbors.by_class import other_class_neighbors, own_class_neighbors, pooled_other_neighbors
+from .standard import (
+    CALIBRATE_MAX_ITER,
+    CALIBRATE_TOL,
+    PARALLEL_FROM_ENTRIES,
+    calibrate_row,
+    n_neighbors_for,
+    symmetrize,
+)
+
+__all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",
+           "block_perplexity", "default_within_weight"]
+
+# Up to this many other classes each gets a block of its own (L − 1 searches with a
+# small k, about one full search in all); above, the other classes are pooled.
+PER_CLASS_UP_TO = 8
+# Fewest neighbours of a per-class block (its perplexity is a third of that).
+K_MIN = 10
+
+
+def default_within_weight(mode: str) -> float:
+    """The own-class weight used when ``within_weight`` is None.
+
+    Balanced: 0.85. Measured (experiments/separated_priors.py, batch homogeneity /
+    digit homogeneity, k = 10): on a one-pixel shift of half of sklearn's digits,
+    0.5 gives 0.59 / 0.82, 0.7 gives 0.65 / 0.90, 0.85 gives 0.66 / 0.95 (standard P:
+    0.74 / 0.96); on batches that are pure offsets (synthetic, simulated scanner) all
+    three reach chance level (0.30-0.33 of 0.33, 0.47-0.48 of 0.5). A large share for
+    the other classes pulls points towards wrong counterparts where the batch effect is
+    not a simple offset. Revised: α = 0.5.
+    """
+    if mode not in ("balanced", "revised"):
+        raise ValueError(f"no within-class weight for affinities={mode!r}")
+    return 0.85 if mode == "balanced" else 0.5
+
+
+@numba.njit(cache=True)
+def block_perplexity(perplexity: float, width: int, k: int) -> float:
+    """Perplexity of a block of ``width`` of the ``k`` neighbours: scaled by ``width/k``, ≥ 1."""
+    return max(1.0, min(perplexity, perplexity * width / k))
+
+
+@kernel(PARALLEL_FROM_ENTRIES)
+def _calibrate_blocks(dist, starts, perplexity, k, weights, out):
+    # block b of row i is columns starts[b]:starts[b + 1], its filled slots (finite) first
+    n = dist.shape[0]
+    for i in numba.prange(n):
+        total = 0.0
+        for b in range(starts.shape[0] - 1):
+            lo, hi = starts[b], starts[b + 1]
+            w = 0
+            for j in range(lo, hi):
+                out[i, j] = 0.0
+                if np.isfinite(dist[i, j]):
+                    w += 1
+            if w == 0:
+                continue
+            calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k),
+                          CALIBRATE_TOL, CALIBRATE_MAX_ITER, out[i, lo:lo + w])
+            for j in range(lo, lo + w):
+                out[i, j] *= weights[i, b]
+                total += out[i, j]
+        # rows with an empty block (a class of one point) give its share to the others
+        for j in range(out.shape[1]):
+            out[i, j] /= total
+
+
+def _finish(idx_blocks, dist_blocks, weights, perplexity, k) -> sp.csr_matrix:
+    """Calibrate each block at its own perplexity, weight the blocks, symmetrise."""
+    n = idx_blocks[0].shape[0]
+    idx = np.ascontiguousarray(np.hstack(idx_blocks), dtype=np.int32
+                               if n < np.iinfo(np.int32).max else np.int64)
+    dist = np.ascontiguousarray(np.hstack(dist_blocks), dtype=np.float64)
+    starts = np.cumsum([0] + [b.shape[1] for b in dist_blocks]).astype(np.int64)
+    weights = np.ascontiguousarray(np.broadcast_to(weights, (n, len(dist_blocks))),
+                                   dtype=np.float64)
+    cond = np.empty_like(dist)
+    _calibrate_blocks(dist, starts, float(perplexity), k, weights, cond, work=dist.size)
+    del dist
+    return symmetrize(idx, cond)
+
+
+def _check_weight(w: float, name: str, upper_open: bool) -> float:
+    w = float(w)
+    ok = 0.0 < w < 1.0 if upper_open else 0.0 < w <= 1.0
+    if not np.isfinite(w) or not ok:
+        rng = "(0, 1)" if upper_open else "(0, 1]"
+        raise ValueError(f"within_weight must lie in {rng} for this mode, got {w!r}")
+    return w
+
+
+def _own_block(X, codes, perplexity, mode, within_weight, known, **search):
+    """Both modes' first step: the weight and the own-class lists.
+
+    Returns the codes (int64), k, the search options, the own-class indices and
+    distances, and the own-class weight.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    weight = _check_weight(default_within_weight(mode) if within_weight is None
+                           else within_weight, "within_weight",
+                           upper_open=mode == "balanced")
+    k = n_neighbors_for(perplexity, len(codes))
+    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
+    return codes, k, search, own_idx, own_dist, weight
+
+
+def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
+                        metric="euclidean", random_state=None, n_jobs=None,
+                        known=None) -> sp.csr_matrix:
+    """Label-balanced P: own-class and other-class neighbour blocks, calibrated apart.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    codes : ndarray of int (n,)
+        Prior classes 0..L−1 (L ≥ 2).
+    perplexity : float
+    within_weight : float in (0, 1), optional
+        Share of each point's conditional mass on its own class (default 0.85).
+    neighbors, metric, random_state, n_jobs
+        As in :func:`ctsne.neighbors.search.nearest_neighbors`.
+    known : tuple (idx, dist, mask), optional
+        A standard kNN table already computed; see
+        :func:`ctsne.neighbors.by_class.own_class_neighbors`.
+
+    Returns
+    -------
+    P : csr_matrix (n, n), symmetric, non-negative, summing to 1
+    """
+    codes, k, search, own_idx, own_dist, w_own = _own_block(
+        X, codes, perplexity, "balanced", within_weight, known,
+        method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
+    n = len(codes)
+    sizes = np.bincount(codes)
+    L = len(sizes)
+    if L - 1 > PER_CLASS_UP_TO:
+        o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx, **search)
+        return _finish([own_idx, o_idx], [own_dist, o_dist], [w_own, 1.0 - w_own],
+                       perplexity, k)
+    k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
+    o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx, **search)
+    # the other-class blocks share 1 − w_own in proportion to their class sizes
+    block_class = np.arange(L - 1)[None, :] + (np.arange(L - 1)[None, :] >= codes[:, None])
+    share = sizes[block_class] / (n - sizes[codes])[:, None]
+    weights = np.hstack([np.full((n, 1), w_own), (1.0 - w_own) * share])
+    blocks = [o_dist[:, t * k_other:(t + 1) * k_other] for t in range(L - 1)]
+    return _finish([own_idx, o_idx], [own_dist, *blocks], weights, perplexity, k)
+
+
+def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
+                       metric="euclidean", random_state=None, n_jobs=None,
+                       known=None) -> sp.csr_matrix:
+    """Revised ct-SNE's P (Heiter et al. 2023): within- and across-label blocks, α on the first.
+
+    Parameters
+    ----------
+    within_weight : float in (0, 1], optional
+        α, the factor on the within-label affinities (default 1/2): each row is
+        ``(α p^within + p^across) / (1 + α)``.
+    X, codes, perplexity, neighbors, metric, random_state, n_jobs, known
+        As in :func:`balanced_affinities`.
+    """
+    codes, k, search, own_idx, own_dist, alpha = _own_block(
+        X, codes, perplexity, "revised", within_weight, known,
+        method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
+    o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx, **search)
+    return _finish([own_idx, o_idx], [own_dist, o_dist], [alpha, 1.0], perplexity, k)

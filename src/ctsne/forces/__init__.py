@@ -1,0 +1,8 @@
+"""Stage 3, forces: the gradient of KL(P‖R) as attraction plus conditional repulsion.
+
+- :mod:`~ctsne.forces.attraction`: attraction over P's non-zeros.
+- :mod:`~ctsne.forces.repulsion`: repulsion engines (exact, Barnes-Hut, FFT) and the ct-SNE
+  decomposition over classes (:mod:`~ctsne.forces.repulsion.conditional`).
+- :mod:`~ctsne.forces.gradient`: the two composed, as the optimiser calls them.
+- :mod:`~ctsne.forces.objective`: the exact objective and gradient in plain numpy.
+"""

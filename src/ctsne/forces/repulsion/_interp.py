@@ -1,0 +1,333 @@
+"""Numba kernels of the FFT interpolation engine (:mod:`ctsne.forces.repulsion.fft`).
+
+Node j of a dimension sits at ``origin + j·delta``; a point's stencil is the p nodes
+nearest to it. Work is cut into contiguous chunks of points (or grid rows), one per thread,
+so that weight buffers are allocated once per chunk and spreading can use private grids.
+Every driver takes ``parallel``: a small problem runs its chunks in the calling thread,
+because waking the thread pool costs more than the work (and, on a busy machine, a whole
+scheduler time slice per parallel region).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+# Points are visited tile by tile (TILE × TILE nodes) when the 2-D grid outgrows the cache.
+TILE = 16
+# Only explicit prange loops run in parallel: numba would otherwise turn each np.zeros or
+# .sum() into a parallel region of its own, each waking the pool even on the serial path.
+# (numba consumes the dict it is given: each kernel gets a copy.)
+PRANGE_ONLY = dict(comprehension=False, reduction=False, inplace_binop=False, setitem=False,
+                   numpy=False, stencil=False, fusion=False, prange=True)
+
+
+@numba.njit(inline="always")
+def locate(y, origin, inv_delta, last, inv_denom, w):
+    """First node of the stencil of ``y`` (its p nearest nodes) and the Lagrange weights."""
+    p = inv_denom.shape[0]
+    x = (y - origin) * inv_delta
+    start = int(math.floor(x - 0.5 * p + 1.0))
+    start = min(max(start, 0), last)
+    u = x - start
+    for k in range(p):
+        v = inv_denom[k]
+        for j in range(p):
+            if j != k:
+                v *= u - j
+        w[k] = v
+    return start
+
+
+@numba.njit(inline="always")
+def autocorrelation(w, out):
+    """``out[k] = Σ_a w[a] w[a + k]``: how a point's own weights pair at node offset k."""
+    p = w.shape[0]
+    for k in range(p):
+        acc = 0.0
+        for a in range(p - k):
+            acc += w[a] * w[a + k]
+        out[k] = acc
+
+
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def tile_order(Y, origin, inv_delta, n_nodes, n_chunks):
+    """Rows of ``Y`` grouped by grid tile (a parallel counting sort): ``(order, Y[order])``."""
+    m = Y.shape[0]
+    ntx = (n_nodes[0] + TILE - 1) // TILE
+    nty = (n_nodes[1] + TILE - 1) // TILE
+    keys = np.empty(m, dtype=np.int64)
+    counts = np.zeros((n_chunks, ntx * nty), dtype=np.int64)
+    for t in numba.prange(n_chunks):
+        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
+            kx = min(max(int((Y[i, 0] - origin[0]) * inv_delta[0]) // TILE, 0), ntx - 1)
+            ky = min(max(int((Y[i, 1] - origin[1]) * inv_delta[1]) // TILE, 0), nty - 1)
+            keys[i] = kx * nty + ky
+            counts[t, kx * nty + ky] += 1
+    total = 0
+    for k in range(ntx * nty):  # exclusive scan, tile-major, so chunks keep their order
+        for t in range(n_chunks):
+            c = counts[t, k]
+            counts[t, k] = total
+            total += c
+    order = np.empty(m, dtype=np.int64)
+    Ys = np.empty_like(Y)
+    for t in numba.prange(n_chunks):
+        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
+            k = counts[t, keys[i]]
+            counts[t, keys[i]] = k + 1
+            order[k] = i
+            Ys[k, 0] = Y[i, 0]
+            Ys[k, 1] = Y[i, 1]
+    return order, Ys
+
+
+# ---- 1-D ----------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _spread_1d_chunk(y, lo, hi, origin, inv_delta, inv_denom, grid):
+    p = inv_denom.shape[0]
+    last = grid.shape[0] - p
+    w = np.empty(p)
+    grid[:] = 0.0
+    for i in range(lo, hi):
+        j0 = locate(y[i], origin, inv_delta, last, inv_denom, w)
+        for a in range(p):
+            grid[j0 + a] += w[a]
+
+
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def spread_1d(y, origin, inv_delta, n_nodes, inv_denom, n_chunks, parallel):
+    """Unit charges of the points on the grid."""
+    m = y.shape[0]
+    private = np.empty((n_chunks, n_nodes))
+    if parallel:
+        for t in numba.prange(n_chunks):
+            _spread_1d_chunk(y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
+                             inv_denom, private[t])
+    else:
+        for t in range(n_chunks):
+            _spread_1d_chunk(y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
+                             inv_denom, private[t])
+    out = private[0].copy()
+    for t in range(1, n_chunks):
+        out += private[t]
+    return out
+
+
+@numba.njit(cache=True)
+def _gather_1d_chunk(y, lo, hi, origin, inv_delta, inv_denom, pot, last, kernel, F):
+    p = inv_denom.shape[0]
+    w = np.empty(p)
+    ac = np.empty(p)
+    z_self = 0.0
+    for i in range(lo, hi):
+        j0 = locate(y[i], origin, inv_delta, last, inv_denom, w)
+        f = 0.0
+        for a in range(p):
+            f += w[a] * pot[j0 + a]
+        F[i, 0] = f
+        autocorrelation(w, ac)
+        z_self += ac[0] * kernel[0]
+        for k in range(1, p):  # offsets ±k share one kernel value
+            z_self += 2.0 * ac[k] * kernel[k]
+    return z_self
+
+
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def gather_1d(y, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks, parallel):
+    """Forces interpolated from the potential, and the self-pairs as interpolated:
+    ``Σ_i Σ_ab w_ia w_ib t(η_a − η_b)``."""
+    m = y.shape[0]
+    last = n_nodes - inv_denom.shape[0]
+    F = np.empty((m, 1))
+    z_self = np.zeros(n_chunks)
+    if parallel:
+        for t in numba.prange(n_chunks):
+            z_self[t] = _gather_1d_chunk(y, t * m // n_chunks, (t + 1) * m // n_chunks, origin,
+                                         inv_delta, inv_denom, pot, last, kernel, F)
+    else:
+        for t in range(n_chunks):
+            z_self[t] = _gather_1d_chunk(y, t * m // n_chunks, (t + 1) * m // n_chunks, origin,
+                                         inv_delta, inv_denom, pot, last, kernel, F)
+    return F, z_self.sum()
+
+
+# ---- 2-D ----------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _spread_2d_chunk(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band):
+    p = inv_denom.shape[0]
+    wx = np.empty(p)
+    wy = np.empty(p)
+    band[:] = 0.0
+    for i in range(lo, hi):
+        ix = locate(Y[i, 0], origin[0], inv_delta[0], n_nodes[0] - p, inv_denom, wx) - r0
+        iy = locate(Y[i, 1], origin[1], inv_delta[1], n_nodes[1] - p, inv_denom, wy)
+        for a in range(p):
+            for b in range(p):
+                band[ix + a, iy + b] += wx[a] * wy[b]
+
+
+@numba.njit(cache=True)
+def _sum_bands_row(private, offset, band_lo, band_hi, r, out):
+    ny = out.shape[1]
+    out[r, :] = 0.0
+    for t in range(band_lo.shape[0]):
+        if band_lo[t] <= r < band_hi[t]:
+            base = offset[t] + (r - band_lo[t]) * ny
+            for s in range(ny):
+                out[r, s] += private[base + s]
+
+
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel):
+    """Unit charges of the points on the grid. Chunk t of the rows of Y only reaches grid
+    rows ``band_lo[t]:band_hi[t]``, so its private grid is that band."""
+    m = Y.shape[0]
+    nx, ny = n_nodes[0], n_nodes[1]
+    n_chunks = band_lo.shape[0]
+    offset = np.zeros(n_chunks + 1, dtype=np.int64)
+    for t in range(n_chunks):
+        offset[t + 1] = offset[t] + (band_hi[t] - band_lo[t]) * ny
+    private = np.empty(offset[n_chunks])
+    out = np.empty((nx, ny))
+    if parallel:
+        for t in numba.prange(n_chunks):
+            band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
+            _spread_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
+                             n_nodes, inv_denom, band_lo[t], band)
+        for r in numba.prange(nx):
+            _sum_bands_row(private, offset, band_lo, band_hi, r, out)
+    else:
+        for t in range(n_chunks):
+            band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
+            _spread_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
+                             n_nodes, inv_denom, band_lo[t], band)
+        for r in range(nx):
+            _sum_bands_row(private, offset, band_lo, band_hi, r, out)
+    return out
+
+
+@numba.njit(cache=True)
+def _gather_2d_chunk(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, F):
+    p = inv_denom.shape[0]
+    wx = np.empty(p)
+    wy = np.empty(p)
+    acx = np.empty(p)
+    acy = np.empty(p)
+    z_self = 0.0
+    for k in range(lo, hi):
+        ix = locate(Y[k, 0], origin[0], inv_delta[0], n_nodes[0] - p, inv_denom, wx)
+        iy = locate(Y[k, 1], origin[1], inv_delta[1], n_nodes[1] - p, inv_denom, wy)
+        fx = 0.0
+        fy = 0.0
+        for a in range(p):
+            for b in range(p):
+                w = wx[a] * wy[b]
+                fx += w * pot[0, ix + a, iy + b]
+                fy += w * pot[1, ix + a, iy + b]
+        i = order[k]
+        F[i, 0] = fx
+        F[i, 1] = fy
+        autocorrelation(wx, acx)
+        autocorrelation(wy, acy)
+        for a in range(p):
+            fa = 1.0 if a == 0 else 2.0  # offsets ±a share one kernel value
+            for b in range(p):
+                fb = 1.0 if b == 0 else 2.0
+                z_self += fa * fb * acx[a] * acy[b] * kernel[a, b]
+    return z_self
+
+
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
+              parallel):
+    """Forces for the rows of ``Y``, written to rows ``order`` of the result, and the
+    self-pairs as interpolated."""
+    m = Y.shape[0]
+    F = np.empty((m, 2))
+    z_self = np.zeros(n_chunks)
+    if parallel:
+        for t in numba.prange(n_chunks):
+            z_self[t] = _gather_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
+                                         origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
+    else:
+        for t in range(n_chunks):
+            z_self[t] = _gather_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
+                                         origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
+    return F, z_self.sum()
+
+
+# ---- kernels and spectra ------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _kernel_row(r, n, spacing, out):
+    d = n.shape[0]
+    x = r * spacing[0]
+    for s in range(n[1] if d == 2 else 1):
+        y = s * spacing[1] if d == 2 else 0.0
+        t = 1.0 / (1.0 + x * x + y * y)
+        out[0, r, s] = t
+        out[1, r, s] = t * t * x
+        if d == 2:
+            out[2, r, s] = t * t * y
+
+
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def kernel_quadrant(n, spacing, parallel):
+    """The kernels at node offsets ``v = j·spacing``, ``0 ≤ j < n`` per dimension: ``t(v)``
+    and each component of ``t(v)² v``, shape ``(1 + d, n₀[, n₁])``."""
+    d = n.shape[0]
+    out = np.empty((1 + d, n[0], n[1] if d == 2 else 1))
+    if parallel:
+        for r in numba.prange(n[0]):
+            _kernel_row(r, n, spacing, out)
+    else:
+        for r in range(n[0]):
+            _kernel_row(r, n, spacing, out)
+    return out
+
+
+@numba.njit(cache=True)
+def _spectrum_row(C, T, Rx, Ry, r, half_rows, out):
+    n_rows, n_cols = C.shape
+    kr = np.int64(r)
+    if kr > half_rows:  # row L − r of an even spectrum is row r
+        kr = n_rows - kr
+    # the force kernels' spectra are i·g: g = ∓Rx (odd in the row frequency), g = −Ry
+    sx = 0.0 if (kr == 0 or kr == half_rows) else (-1.0 if r < half_rows else 1.0)
+    acc = 0.0
+    for s in range(n_cols):
+        c = C[r, s]
+        # the real FFT stores one of each conjugate pair of columns; count it twice
+        w = 1.0 if (s == 0 or s == n_cols - 1) else 2.0
+        acc += w * (c.real * c.real + c.imag * c.imag) * T[kr, s]
+        gx = sx * Rx[kr - 1, s] if sx != 0.0 else 0.0
+        gy = -Ry[kr, s - 1] if (s != 0 and s != n_cols - 1) else 0.0
+        out[0, r, s] = complex(-c.imag * gx, c.real * gx)
+        out[1, r, s] = complex(-c.imag * gy, c.real * gy)
+    return acc
+
+
+@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def apply_spectra_2d(C, T, Rx, Ry, half_rows, parallel):
+    """Force potential spectra ``(2, L, cols)`` from the unit-charge spectrum ``C`` and
+    ``Σ_f |C(f)|² T(f)`` over the full spectrum (Parseval, for Z).
+
+    ``T`` is the ``t`` spectrum on one quadrant; ``Rx`` and ``Ry`` are the real sine-cosine
+    transforms of the force kernels (spectra ``−i·R``, odd in their own frequency).
+    """
+    n_rows, n_cols = C.shape
+    out = np.empty((2, n_rows, n_cols), dtype=np.complex128)
+    acc = np.zeros(n_rows)
+    if parallel:
+        for r in numba.prange(n_rows):
+            acc[r] = _spectrum_row(C, T, Rx, Ry, r, half_rows, out)
+    else:
+        for r in range(n_rows):
+            acc[r] = _spectrum_row(C, T, Rx, Ry, r, half_rows, out)
+    return out, acc.sum()

@@ -1,0 +1,1 @@
+"""The ``ctsne`` command: the parser (:mod:`.main`) and one module per subcommand."""

@@ -1,0 +1,159 @@
+"""``ctsne score``: how much each label still shows in one or more embeddings.
+
+The paper's normalised Laplacian-score curves (``--labels``) and, for a factored-out prior
+and a complementary label, kNN homogeneity, iLISI / cLISI and cross-class agreement
+(``--prior``, ``--complement``), each beside its random-label level.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["score"]
+
+
+def _parse_k(spec: str) -> list[int]:
+    from ..files import io
+
+    try:
+        if ":" in spec:
+            start, stop, *step = (int(v) for v in spec.split(":"))
+            ks = list(range(start, stop + 1, step[0] if step else 10))
+        else:
+            ks = [int(v) for v in spec.split(",")]
+    except ValueError:
+        ks = []
+    if not ks or min(ks) < 1:
+        raise io.DataError(f"--k {spec!r}: give START:STOP:STEP, a list like 10,30,50, or "
+                           "one number, all ≥ 1")
+    return ks
+
+
+def _label_array(col):
+    import numpy as np
+
+    if col.dtype == object:  # a missing label is a label of its own here
+        return np.array(["\0missing" if v is None else v for v in col], dtype=str)
+    return col
+
+
+def _integration_rows(name: str, Y, column, args) -> list[tuple]:
+    """Rows ``(label, embedding, k, score, metric, random)`` of the --prior/--complement
+    measures of one embedding; ``column(lab)`` gives a label array aligned with ``Y``."""
+    import numpy as np
+
+    from ...metrics import cross_class_agreement, knn_label_homogeneity, lisi
+
+    def shares(labels):
+        _, counts = np.unique(labels, return_counts=True)
+        return counts / counts.sum()
+
+    k_lisi = int(min(len(Y) - 1, max(1, np.floor(3 * args.lisi_perplexity))))
+    rows = []
+    for kind, cols in (("prior", args.prior), ("complement", args.complement)):
+        for lab in cols:
+            labels = column(lab)
+            p = shares(labels)
+            lisi_name = "ilisi" if kind == "prior" else "clisi"
+            rows.append((lab, name, args.knn, knn_label_homogeneity(Y, labels, args.knn),
+                         "homogeneity", float(np.sum(p ** 2))))
+            rows.append((lab, name, k_lisi,
+                         float(np.median(lisi(Y, labels, args.lisi_perplexity))), lisi_name,
+                         float(1.0 / np.sum(p ** 2))))
+    for pri in args.prior:
+        for comp in args.complement:
+            res = cross_class_agreement(Y, column(pri), column(comp), args.knn)
+            rows.append((f"{comp} across {pri}", name, args.knn, res.agreement,
+                         "cross_class_agreement", res.chance))
+            rows.append((f"{comp} across {pri}", name, args.knn, res.coverage,
+                         "cross_class_coverage", float("nan")))
+    return rows
+
+
+_INTEGRATION_NOTES = {
+    "homogeneity": "kNN homogeneity (1: neighbours share it)",
+    "ilisi": "iLISI, median (1: unmixed)",
+    "clisi": "cLISI, median (1: pure)",
+    "cross_class_agreement": "cross-class agreement",
+    "cross_class_coverage": "points with a cross-class neighbour",
+}
+
+
+def score(args) -> int:
+    """``ctsne score``: Laplacian-score curves and integration measures of embeddings."""
+    import numpy as np
+
+    from ...metrics import laplacian_score
+    from ..files import io
+    from .commands import _aligned, _check_table_and_plot
+
+    if not (args.labels or args.prior or args.complement):
+        raise io.DataError("nothing to score: give --labels, --prior or --complement")
+    if args.plot and not args.labels:
+        raise io.DataError("--plot draws Laplacian score curves; give --labels too")
+    if args.knn < 1 or not args.lisi_perplexity > 0:
+        raise io.DataError("--knn must be ≥ 1 and --lisi-perplexity > 0")
+    _check_table_and_plot(args)
+    ks = _parse_k(args.k)
+    names = args.names or [Path(e).name for e in args.embeddings]
+    if len(names) != len(args.embeddings) or len(set(names)) != len(names):
+        raise io.DataError("give one distinct --names entry per embedding")
+    scores: dict[str, dict[str, np.ndarray]] = {lab: {} for lab in args.labels}
+    chance: dict[str, float] = {}
+    integration: list[tuple] = []
+    data = io.read_table(args.data, args.id, args.obsm, args.layer, args.sep) if args.data else None
+    for path, name in zip(args.embeddings, names, strict=True):
+        emb = io.read_embedding(path, args.coords)
+        k_max = max(ks) if args.labels else 0
+        if args.prior or args.complement:
+            k_max = max(k_max, args.knn)
+        if k_max >= len(emb.ids):
+            raise io.DataError(f"k={k_max} is too large for {path} with {len(emb.ids)} "
+                               "points; use k below the number of points")
+
+        def column(lab, emb=emb):
+            if lab in emb.columns:
+                col = emb.columns[lab]
+            elif data is not None:
+                col = _aligned(data, emb, args.data).column(lab)
+            else:
+                col = emb.column(lab)  # raises, naming the columns there are
+            return _label_array(col)
+
+        for lab in args.labels:
+            labels = column(lab)
+            scores[lab][name] = np.atleast_1d(laplacian_score(emb.matrix, labels, k=ks))
+            _, counts = np.unique(labels, return_counts=True)
+            chance[lab] = float(1.0 - np.sum((counts / counts.sum()) ** 2))
+        if args.prior or args.complement:
+            integration += _integration_rows(name, emb.matrix, column, args)
+    for lab, per in scores.items():
+        print(f"Laplacian score of {lab!r} (low: neighbours share it; random labels: "
+              f"{chance[lab]:.3f})")
+        width = max(8, *(len(n) for n in per))
+        print(f"{'k':>5}  " + "  ".join(f"{n:>{width}}" for n in per))
+        for j, k in enumerate(ks):
+            print(f"{k:>5}  " + "  ".join(f"{v[j]:>{width}.4f}" for v in per.values()))
+    for name in names:
+        rows = [r for r in integration if r[1] == name]
+        if rows:
+            print(f"Integration measures of {name!r} (k={args.knn}, LISI perplexity "
+                  f"{args.lisi_perplexity:g}):")
+            print(f"  {'measure':<44}{'label':<24}{'value':>8}{'random':>9}")
+            for lab, _, _, value, metric, rand in rows:
+                print(f"  {_INTEGRATION_NOTES[metric]:<44}{lab:<24}{value:>8.3f}"
+                      f"{rand:>9.3f}")
+    if args.output:
+        rows = [(lab, n, k, v[j]) for lab, per in scores.items() for n, v in per.items()
+                for j, k in enumerate(ks)]
+        keys = ("label", "embedding", "k", "score")
+        if integration:
+            rows = [(*r, "laplacian", chance[r[0]]) for r in rows] + integration
+            keys += ("metric", "random")
+        cols = dict(zip(keys, map(np.asarray, zip(*rows, strict=True)), strict=True))
+        io.write_columns(args.output, cols, args.force)
+    if args.plot:
+        from ...plotting import figures as plotting
+
+        plotting.save_figure(plotting.plot_scores(ks, scores, chance), args.plot, args.force)
+    return 0

@@ -1,0 +1,117 @@
+"""What the page's buttons do, without the page: factor out, poll the run, export.
+
+:class:`Explorer` owns the :class:`~ctsne.interfaces.explorer.session.Session`, the model whose
+affinities every step shares, the one background run at a time, and the output folder
+(fixed at start: the browser never names a file).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from .refit import RefitJob
+from .session import Session, Step
+
+__all__ = ["Explorer"]
+
+EXPORTS = ("csv", "parquet", "png", "svg", "json")
+
+
+class Explorer:
+    """Session + shared affinities + background runs + exports.
+
+    Parameters
+    ----------
+    session : Session
+        With at least one step (the first map).
+    model : ConditionalTSNE
+        Fitted (its ``P_`` is shared), or unfitted with the parameters to use: ``P_`` is
+        then computed on the first factor-out.
+    out_dir : path
+        Where exports go.
+    every : int
+        Iterations between live map updates.
+    """
+
+    def __init__(self, session: Session, model, out_dir=".", every: int = 10):
+        if not session.steps:
+            raise ValueError("the session needs a first map")
+        self.session = session
+        self.model = model
+        self.out_dir = Path(out_dir)
+        self.every = every
+        self.job: RefitJob | None = None
+        self.job_parent: int | None = None
+        self.job_prior: list[str] = []
+        self.job_beta = 0.0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ factor out
+    def _shared_model(self):
+        if not hasattr(self.model, "P_"):
+            self.model.P_ = self.model._affinities(self.session.X, None)  # standard P, shared
+        return self.model
+
+    def factor_out(self, prior: list[str], beta: float, parent: int) -> RefitJob:
+        """Start ct-SNE with ``prior`` (label column names) and β' in the background."""
+        with self._lock:
+            if self.job is not None and not self.job.done:
+                raise ValueError("a run is in progress; cancel it first")
+            if not prior:
+                raise ValueError("choose at least one label column to factor out")
+            if not beta > 0:
+                raise ValueError(f"β' must be positive, got {beta}")
+            arrays = self.session.prior_arrays(prior)
+            from ...prior import make_prior
+
+            make_prior(arrays, self.session.n, beta=beta)  # a bad β' fails here, not later
+            self.job = RefitJob(self._shared_model(), self.session.X, arrays, beta,
+                                every=self.every)
+            self.job_parent, self.job_prior, self.job_beta = parent, list(prior), float(beta)
+            return self.job.start()
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+
+    def poll(self) -> int | None:
+        """The new step's index once the run has finished (once); else None.
+
+        Raises ValueError with the run's error if it failed.
+        """
+        with self._lock:
+            job = self.job
+            if job is None or not job.done:
+                return None
+            self.job = None
+            if job.error is not None:
+                raise ValueError(f"the run failed: {job.error}")
+            m = job.model
+            return self.session.add_step(Step(
+                self.job_prior, self.job_beta, m.embedding_.copy(), m.kl_divergence_,
+                self.job_parent, n_iter=m.n_iter_, complete=m.n_iter_ >= job.total))
+
+    # ------------------------------------------------------------------ export
+    def export(self, kind: str, step: int, color: str | None = None) -> Path:
+        """Write the session's embeddings (csv/parquet), the map of ``step`` with its
+        parent (png/svg) or the session (json) into ``out_dir``; returns the path."""
+        from ..files import io
+
+        if kind not in EXPORTS:
+            raise ValueError(f"export kind must be one of {EXPORTS}, got {kind!r}")
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        s = self.session
+        if kind == "json":
+            return s.save(self.out_dir / "session.json")
+        if kind in ("csv", "parquet"):
+            path = self.out_dir / f"embeddings.{kind}"
+            io.write_columns(path, s.embeddings_table(), force=True)
+            return path
+        from ...plotting import figures as plotting
+
+        shown = [step] if s.steps[step].parent is None else [s.steps[step].parent, step]
+        panels = {f"{k}: {s.steps[k].title}": s.steps[k].embedding for k in shown}
+        values = s.labels.get(color) if color else None
+        fig = plotting.plot_embeddings(panels, values, color_name=color)
+        return plotting.save_figure(fig, self.out_dir / f"step{step}.{kind}", force=True)

@@ -1,0 +1,1 @@
+"""Files in and out: reading tables, writing results atomically, features from columns."""

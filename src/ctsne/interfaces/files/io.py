@@ -1,0 +1,570 @@
+"""Reading tables and writing embeddings for the command line (and for scripts).
+
+Formats are chosen by file extension: CSV/TSV (optionally ``.gz``) with a header row,
+Parquet (needs pyarrow), NumPy ``.npy``/``.npz`` and AnnData ``.h5ad`` (needs anndata).
+Every table is read into one plain representation, :class:`Table`: a dict of columns
+(float64 with NaN for missing, or object arrays of strings with None for missing), row
+ids, and for matrix formats the feature matrix itself. :func:`ctsne.interfaces.files.features.prepare_features`
+then turns a table into a numeric feature matrix.
+
+Every output is written atomically: to a temporary file in the target's folder, then
+``os.replace``; an existing file is only replaced with ``force=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import importlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .features import Features
+
+__all__ = [
+    "DataError",
+    "Table",
+    "atomic_path",
+    "check_output",
+    "file_format",
+    "read_embedding",
+    "read_ids",
+    "read_table",
+    "forget_finished",
+    "remove_unfinished",
+    "write_columns",
+    "write_embedding",
+]
+
+_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet",
+            ".pq": "parquet", ".npy": "npy", ".npz": "npz", ".h5ad": "h5ad"}
+_EXTRAS = {"parquet": ("pyarrow.parquet", "pyarrow", "parquet"),
+           "h5ad": ("anndata", "anndata", "anndata")}
+# Tokens read as missing in text tables (a subset of pandas' defaults, plus "?" of UCI files).
+MISSING_TOKENS = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None", "?")
+
+
+class DataError(ValueError):
+    """A problem with the user's files or data: the CLI prints it as one line."""
+
+
+def file_format(path: str | os.PathLike) -> str:
+    """Format name of ``path`` from its extension: csv, tsv, parquet, npy, npz or h5ad."""
+    suffixes = [s.lower() for s in Path(path).suffixes[-2:]]
+    gz = suffixes[-1:] == [".gz"]
+    fmt = _FORMATS.get(suffixes[-2 if gz else -1]) if len(suffixes) > gz else None
+    if fmt is None or (gz and fmt not in ("csv", "tsv")):
+        raise DataError(f"{path}: unknown file type; use one of "
+                        f"{', '.join(sorted(_FORMATS))} (.csv/.tsv may end in .gz)")
+    return fmt
+
+
+def _require(fmt: str, action: str):
+    """Import the optional module a format needs, or explain how to install it."""
+    module, package, extra = _EXTRAS[fmt]
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise DataError(f"{action} .{fmt} needs {package}: pip install 'ctsne[{extra}]'") from None
+
+
+@dataclass
+class Table:
+    """Columns and row ids read from a file.
+
+    Attributes
+    ----------
+    columns : dict of name -> ndarray (n,)
+        float64 (NaN = missing) or object arrays of str (None = missing).
+    ids : ndarray (n,)
+        Row ids: row numbers 0..n-1 unless the file names them.
+    matrix, matrix_names : ndarray (n, p) and its column names, for matrix formats
+        (.npy, .npz, .h5ad; an embedding file's coordinates); None for plain tables.
+    adata : the AnnData object when read from .h5ad (for writing it back).
+    """
+
+    columns: dict[str, np.ndarray]
+    ids: np.ndarray
+    matrix: np.ndarray | None = None
+    matrix_names: list[str] = field(default_factory=list)
+    adata: Any = None
+    path: Path | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.ids)
+
+    def take(self, rows: np.ndarray) -> Table:
+        """The table restricted to ``rows`` (indices or mask), in that order."""
+        return Table({k: v[rows] for k, v in self.columns.items()}, self.ids[rows],
+                     None if self.matrix is None else self.matrix[rows], self.matrix_names,
+                     None if self.adata is None else self.adata[rows], self.path)
+
+    def column(self, name: str) -> np.ndarray:
+        """The column ``name``, with an error listing the available columns if absent."""
+        if name not in self.columns:
+            have = ", ".join(repr(c) for c in list(self.columns)[:20]) or "none"
+            raise DataError(f"{self.path}: no column {name!r} (columns: {have})")
+        return self.columns[name]
+
+
+# ----------------------------------------------------------------------------- reading
+def _text_column(values: np.ndarray) -> np.ndarray:
+    """Text values -> float64 column if every present value is a number, else str/None."""
+    values = np.char.strip(np.asarray(values, dtype=str))
+    missing = np.isin(values, MISSING_TOKENS)
+    try:
+        out = np.full(len(values), np.nan)
+        out[~missing] = values[~missing].astype(np.float64)
+        return out
+    except ValueError:
+        obj = values.astype(object)
+        obj[missing] = None
+        return obj
+
+
+def _open_text(path: Path, mode: str = "r"):
+    if path.suffix.lower() == ".gz":
+        return gzip.open(path, mode + "t", newline="", encoding="utf-8")
+    return open(path, mode, newline="", encoding="utf-8")
+
+
+def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
+    """Header + rows as raw strings, one array per column (pandas' fast parser if present)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if pd is not None:
+        try:
+            frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
+                                na_filter=False, skipinitialspace=True)
+        except pd.errors.EmptyDataError:
+            raise DataError(f"{path}: the file is empty") from None
+        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise DataError(f"{path}: cannot parse: {str(exc).strip()}") from None
+        raw = [frame[c].to_numpy(dtype=object) for c in frame.columns]
+        # pandas calls an empty header "Unnamed: j"; undo that to agree with the csv module
+        names = ["" if str(c).startswith("Unnamed: ") else str(c) for c in frame.columns]
+    else:
+        try:
+            with _open_text(path) as fh:
+                rows = [r for r in csv.reader(fh, delimiter=sep, skipinitialspace=True) if r]
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path}: cannot parse: {exc}") from None
+        if not rows:
+            raise DataError(f"{path}: the file is empty")
+        names = rows[0]
+        for lineno, r in enumerate(rows[1:], 2):
+            if len(r) != len(names):
+                raise DataError(f"{path}: line {lineno} has {len(r)} fields, the header has "
+                                f"{len(names)}")
+        raw = [np.array(c, dtype=object) for c in zip(*rows[1:], strict=True)] if rows[1:] \
+            else [np.array([], dtype=object)] * len(names)
+    # An empty first header is pandas' index (row ids); other empty headers get a name.
+    names = [n if n or j == 0 else f"unnamed{j}" for j, n in enumerate(names)]
+    if len(set(names)) < len(names):
+        raise DataError(f"{path}: a column name appears twice in the header")
+    return dict(zip(names, raw, strict=True))
+
+
+def _arrow_column(col) -> np.ndarray:
+    import pyarrow as pa
+
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return _object_column(col.to_pylist())
+
+
+def _object_column(values) -> np.ndarray:
+    """Any sequence of labels -> str objects with None for missing (NaN, None, NA)."""
+    out = np.empty(len(values), dtype=object)
+    for k, v in enumerate(values):
+        missing = v is None or (isinstance(v, float) and v != v) or str(v) in ("<NA>", "nan")
+        out[k] = None if missing else str(v)
+    return out
+
+
+def _frame_columns(frame) -> dict[str, np.ndarray]:
+    """pandas DataFrame (AnnData's obs) -> Table columns."""
+    import pandas as pd
+
+    out = {}
+    for name in frame.columns:
+        s = frame[name]
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            out[str(name)] = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            out[str(name)] = _object_column(s.astype(object).tolist())
+    return out
+
+
+def detect_separator(path: Path) -> str:
+    """The field separator of a text table: the one of , ; tab that splits its header into
+    the most fields, provided the first data lines split into as many."""
+    with _open_text(path) as fh:
+        lines = [line for line in (fh.readline() for _ in range(6)) if line.strip()]
+    if not lines:
+        return ","
+    rows = {sep: [len(next(csv.reader([line], delimiter=sep))) for line in lines]
+            for sep in (",", ";", "\t")}
+    consistent = {sep: c[0] for sep, c in rows.items() if c[0] > 1 and len(set(c)) == 1}
+    return max(consistent, key=consistent.get) if consistent else ","
+
+
+def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str | None = None,
+               layer: str | None = None, sep: str | None = None) -> Table:
+    """Read a data file into a :class:`Table`.
+
+    Parameters
+    ----------
+    path : path
+        CSV/TSV with a header (an unnamed first column, as pandas writes its index, holds
+        the row ids), Parquet, ``.npy`` (a 2-D feature matrix), ``.npz`` (the 2-D array
+        ``X``, or the only 2-D array, as features; 1-D arrays of the same length as
+        columns; optional ``ids`` and ``feature_names``), or ``.h5ad`` (features from
+        ``X``, ``layers[layer]`` or ``obsm[obsm]``; columns from ``obs``).
+    id_column : str, optional
+        Column holding the row ids; it is then not a feature.
+    obsm, layer : str, optional
+        Where the features of an AnnData file are.
+    sep : str, optional
+        Field separator of a text table; default: tab for .tsv, and for .csv the one of
+        ``,`` ``;`` tab that splits the header and the first lines consistently.
+    """
+    path = Path(path)
+    fmt = file_format(path)
+    if path.is_dir():
+        raise DataError(f"{path} is a folder, not a data file")
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if (obsm or layer) and fmt != "h5ad":
+        raise DataError("--obsm and --layer apply to .h5ad input only")
+    if fmt in ("csv", "tsv"):
+        if sep is None:
+            sep = detect_separator(path) if fmt == "csv" else "\t"
+        columns = {k: _text_column(v) for k, v in _read_delimited(path, sep).items()}
+        table = Table(columns, np.arange(len(next(iter(columns.values()), []))), path=path)
+        if "" in columns:  # pandas' index column
+            table.ids = _ids_from(columns.pop(""), path)
+    elif fmt == "parquet":
+        pq = _require("parquet", "reading")
+        import pyarrow as pa
+
+        try:
+            at = pq.read_table(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise DataError(f"{path}: cannot read: {exc}") from None
+        columns = {str(n): _arrow_column(at.column(n)) for n in at.column_names}
+        table = Table(columns, np.arange(at.num_rows), path=path)
+    elif fmt in ("npy", "npz"):
+        table = _read_numpy(path, fmt)
+    else:
+        table = _read_h5ad(path, obsm, layer)
+    if id_column is not None:
+        table.ids = _ids_from(table.column(id_column), path, id_column)
+        del table.columns[id_column]
+    return table
+
+
+def _ids_from(values: np.ndarray, path: Path, name: str = "the index column") -> np.ndarray:
+    ids = np.array(["" if v is None else str(v) for v in values], dtype=object)
+    if values.dtype == np.float64 and np.all(np.isfinite(values)) and np.all(values % 1 == 0):
+        ids = values.astype(np.int64)
+    if len(np.unique(ids.astype(str))) != len(ids):
+        raise DataError(f"{path}: {name} has repeated ids; ids must be unique")
+    return ids
+
+
+def _read_numpy(path: Path, fmt: str) -> Table:
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise DataError(f"{path}: cannot read as {fmt}: {exc}") from None
+    if fmt == "npy":
+        arrays = {"X": data}
+    else:
+        with data:
+            arrays = {k: data[k] for k in data.files}
+    two_d = [k for k, v in arrays.items() if v.ndim == 2]
+    key = "X" if "X" in two_d else (two_d[0] if len(two_d) == 1 else None)
+    if key is None:
+        raise DataError(f"{path}: expected a 2-D feature array (named 'X' in an .npz), "
+                        f"found {', '.join(f'{k} {v.shape}' for k, v in arrays.items())}")
+    X = arrays.pop(key)
+    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+        raise DataError(f"{path}: the feature array has non-numeric dtype {X.dtype}")
+    names = [str(s) for s in arrays.pop("feature_names", [f"x{j}" for j in range(X.shape[1])])]
+    ids = arrays.pop("ids", None)
+    columns = {}
+    for k, v in arrays.items():
+        if v.ndim != 1:
+            continue
+        if len(v) != len(X):
+            raise DataError(f"{path}: array {k!r} has {len(v)} entries but {key!r} has "
+                            f"{len(X)} rows; every 1-D array must have one entry per row")
+        is_num = np.issubdtype(v.dtype, np.number) and v.dtype != bool
+        columns[k] = v.astype(np.float64) if is_num else _object_column(v.tolist())
+    table = Table(columns, np.arange(len(X)), X.astype(np.float64), names, path=path)
+    if ids is not None:
+        if len(ids) != len(X):
+            raise DataError(f"{path}: 'ids' has {len(ids)} entries for {len(X)} rows")
+        table.ids = ids if np.issubdtype(ids.dtype, np.integer) else ids.astype(str)
+    return table
+
+
+def _read_h5ad(path: Path, obsm: str | None, layer: str | None) -> Table:
+    ad = _require("h5ad", "reading")
+    try:
+        adata = ad.read_h5ad(path)
+    except Exception as exc:  # h5py raises many types for a damaged file
+        raise DataError(f"{path}: cannot read as .h5ad: {exc}") from None
+    if obsm is not None:
+        if obsm not in adata.obsm:
+            raise DataError(f"{path}: no obsm[{obsm!r}] (have: {', '.join(adata.obsm) or 'none'})")
+        X = adata.obsm[obsm]
+        names = [f"{obsm}_{j}" for j in range(np.shape(X)[1])]
+    elif layer is not None:
+        if layer not in adata.layers:
+            raise DataError(f"{path}: no layer {layer!r} (have: {', '.join(adata.layers)})")
+        X, names = adata.layers[layer], [str(v) for v in adata.var_names]
+    else:
+        X, names = adata.X, [str(v) for v in adata.var_names]
+    if X is None:
+        raise DataError(f"{path}: the AnnData has no X; choose features with --obsm KEY")
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    return Table(_frame_columns(adata.obs), np.asarray(adata.obs_names, dtype=object),
+                 X.astype(np.float64), names, adata=adata, path=path)
+
+
+def read_ids(path: str | os.PathLike) -> np.ndarray:
+    """Ids listed one per line (blank lines and ``#`` comments skipped), as str."""
+    try:
+        with _open_text(Path(path)) as fh:
+            lines = [ln.split("#", 1)[0].strip() for ln in fh]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read ids from {path}: {exc}") from None
+    return np.array([ln for ln in lines if ln], dtype=str)
+
+
+def read_embedding(path: str | os.PathLike, coords: Sequence[str] | None = None,
+                   obsm: str = "X_ctsne") -> Table:
+    """Read an embedding written by ``ctsne embed`` (or any table of coordinates).
+
+    The coordinates become ``matrix``: the columns ``coords``, else those named
+    ``ctsne1``, ``ctsne2``, …, with ids from an ``id`` column; an ``.npy`` is the matrix
+    itself; an ``.npz`` holds it as its 2-D array (``embedding``); an ``.h5ad`` as
+    ``obsm[obsm]``.
+    """
+    path = Path(path)
+    table = read_table(path, obsm=obsm if file_format(path) == "h5ad" else None)
+    if table.matrix is None:
+        if "id" in table.columns:
+            table.ids = _ids_from(table.columns.pop("id"), path, "id")
+        names = list(coords) if coords else sorted(
+            (c for c in table.columns if c.startswith("ctsne") and c[5:].isdigit()),
+            key=lambda c: int(c[5:]))
+        if not names:
+            raise DataError(f"{path}: no ctsne1, ctsne2, … columns; name the coordinate "
+                            "columns with --coords")
+        table.matrix = np.column_stack([table.column(c) for c in names]).astype(np.float64)
+        table.matrix_names = names
+        for c in names:
+            del table.columns[c]
+    if not np.all(np.isfinite(table.matrix)):
+        raise DataError(f"{path}: the embedding has missing or non-finite coordinates")
+    return table
+
+
+# ----------------------------------------------------------------------------- writing
+def check_output(path: str | os.PathLike, force: bool = False, kinds: Sequence[str] = ()) -> Path:
+    """Check before any work that ``path`` can be written; returns it as a Path.
+
+    Raises DataError when it exists (and not ``force``), its folder is missing, or its
+    format is not one of ``kinds`` (file formats, or figure extensions such as "png").
+    """
+    path = Path(path)
+    if kinds:
+        try:
+            fmt = file_format(path)
+        except DataError:
+            fmt = path.suffix.lower().lstrip(".")
+        if fmt not in kinds:
+            raise DataError(f"{path}: cannot write this type; use .{', .'.join(kinds)}")
+    if path.is_dir():
+        raise DataError(f"{path} is a folder; give a file name")
+    if path.exists() and not force:
+        raise DataError(f"{path} exists; pass --force to overwrite it")
+    if not path.parent.is_dir():
+        raise DataError(f"{path}: the folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise DataError(f"{path}: the folder {path.parent} is not writable; choose another "
+                        "output folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise DataError(f"{path} is not writable; choose another output file")
+    return path
+
+
+# (temporary, final) paths of the files being written now: an abort (double Ctrl-C, which
+# ends the process without unwinding) removes them, see remove_unfinished
+_WRITING: set[tuple[str, str]] = set()
+# final paths atomic_path has completed since the last forget_finished(); kept here, not by
+# the caller, so that no moment exists where a finished file is in neither list
+_FINISHED: list[str] = []
+
+
+def forget_finished() -> None:
+    """Keep the files written so far: a later :func:`remove_unfinished` leaves them."""
+    _FINISHED.clear()
+
+
+def remove_unfinished() -> None:
+    """Remove the files :func:`atomic_path` is writing now (for an abort that cannot unwind).
+
+    A temporary file is removed; if it has already been moved onto its final path, that
+    file is removed instead (it was written by this process, which is being aborted), and
+    so is every file completed since the last :func:`forget_finished`.
+    """
+    for tmp, final in list(_WRITING):
+        with contextlib.suppress(OSError):
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            else:
+                os.unlink(final)
+    for final in list(_FINISHED):
+        with contextlib.suppress(OSError):
+            os.unlink(final)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success move it onto ``path``.
+
+    On any error (or Ctrl-C) the temporary file is removed, so ``path`` is either the
+    complete new file or untouched.
+    """
+    path = Path(path)
+    check_output(path, force)
+    # Keep the suffix: some writers decide the format from the name.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp" + "".join(path.suffixes),
+                               dir=path.parent)
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
+    entry = (tmp, str(path))
+    _WRITING.add(entry)
+    try:
+        yield Path(tmp)
+        if path.exists() and not force:  # appeared while we were working
+            raise DataError(f"{path} exists; pass --force to overwrite it")
+        os.replace(tmp, path)
+        _FINISHED.append(str(path))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    finally:
+        _WRITING.discard(entry)
+
+
+def _text_out(col: np.ndarray) -> np.ndarray:
+    if col.dtype == object:
+        return np.array(["" if v is None else str(v) for v in col], dtype=object)
+    if np.issubdtype(col.dtype, np.floating):
+        # shortest repr that reads back to the same float; whole numbers without ".0"
+        text = col.astype(str)
+        whole = np.isfinite(col) & (col % 1 == 0) & (np.abs(col) < 2**53)
+        text[whole] = col[whole].astype(np.int64).astype(str)
+        text[np.isnan(col)] = ""
+        return text
+    return col.astype(str)
+
+
+def write_embedding(path: str | os.PathLike, Y: np.ndarray, ids: np.ndarray,
+                    labels: dict[str, np.ndarray] | None = None, force: bool = False,
+                    adata: Any = None, features: Features | None = None) -> Path:
+    """Write an embedding with its row ids (and label columns) atomically.
+
+    CSV/TSV/Parquet: columns ``id``, ``ctsne1`` … ``ctsneD``, then ``labels``.
+    ``.npz``: arrays ``embedding``, ``ids`` and one per label. ``.npy``: the embedding
+    only (rows in input order; use .npz to keep ids). ``.h5ad``: the input AnnData
+    (``adata``, restricted to the embedded rows) or a new one holding ``features``, with
+    the embedding in ``obsm["X_ctsne"]``.
+    """
+    path = Path(path)
+    fmt = file_format(path)
+    Y = np.asarray(Y, dtype=np.float64)
+    labels = {k: v for k, v in (labels or {}).items()
+              if k != "id" and not (k.startswith("ctsne") and k[5:].isdigit())}
+    coords = {f"ctsne{j + 1}": Y[:, j] for j in range(Y.shape[1])}
+    if fmt == "h5ad":
+        ad = _require("h5ad", "writing")
+    if fmt in ("csv", "tsv", "parquet"):
+        return write_columns(path, {"id": np.asarray(ids), **coords, **labels}, force)
+    with atomic_path(path, force) as tmp:
+        if fmt == "npy":
+            with open(tmp, "wb") as fh:
+                np.save(fh, Y)
+        elif fmt == "npz":
+            arrays = {k: np.asarray(_text_out(v), dtype=str) if v.dtype == object else v
+                      for k, v in labels.items()}
+            ids_out = np.asarray(ids)
+            arrays["ids"] = ids_out.astype(str) if ids_out.dtype == object else ids_out
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, embedding=Y, **arrays)
+        else:
+            out = adata.copy() if adata is not None else _new_anndata(ad, ids, labels, features)
+            if len(out) != len(Y):
+                raise ValueError(f"AnnData has {len(out)} rows for {len(Y)} embedded points")
+            out.obsm["X_ctsne"] = Y
+            out.write_h5ad(tmp)
+    return path
+
+
+def write_columns(path: str | os.PathLike, columns: dict[str, np.ndarray],
+                  force: bool = False) -> Path:
+    """Write named columns of equal length as CSV, TSV or Parquet, atomically."""
+    path = Path(path)
+    fmt = file_format(path)
+    if fmt not in ("csv", "tsv", "parquet"):
+        raise DataError(f"{path}: tables are written as .csv, .tsv or .parquet")
+    if fmt == "parquet":
+        pq = _require("parquet", "writing")
+        import pyarrow as pa
+    with atomic_path(path, force) as tmp:
+        if fmt == "parquet":
+            pq.write_table(pa.table({k: pa.array(_plain(v)) for k, v in columns.items()}), tmp)
+        else:
+            with _open_text(tmp, "w") as fh:
+                w = csv.writer(fh, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+                w.writerow(columns)
+                w.writerows(zip(*(_text_out(np.asarray(c)) for c in columns.values()),
+                                strict=True))
+    return path
+
+
+def _plain(col) -> list:
+    col = np.asarray(col)
+    if col.dtype == object:
+        return [None if v is None else str(v) for v in col]
+    return col.tolist()
+
+
+def _new_anndata(ad, ids, labels, features: Features | None):
+    import pandas as pd
+
+    obs = pd.DataFrame({k: _plain(v) for k, v in labels.items()},
+                       index=pd.Index(np.asarray(ids).astype(str)))
+    if features is None:
+        return ad.AnnData(obs=obs)
+    var = pd.DataFrame(index=pd.Index(features.names))
+    return ad.AnnData(X=features.X, obs=obs, var=var)

@@ -1,0 +1,11 @@
+"""Stage 1, neighbour lists: each point's k nearest neighbours in the input space.
+
+- :mod:`~ctsne.neighbors.search`: exact (scikit-learn) or approximate (pynndescent) search,
+  and the rule that chooses between them.
+- :mod:`~ctsne.neighbors.brute`: exact brute-force search for queries far from the data.
+- :mod:`~ctsne.neighbors.by_class`: lists drawn from a point's own class and from the other
+  classes separately (what the label-balanced P needs).
+- :mod:`~ctsne.neighbors.representatives`: far lists shared through representatives.
+
+Nothing here knows about t-SNE: any neighbour embedding can use these lists.
+"""

@@ -1,0 +1,406 @@
+"""Neighbour lists drawn from a point's own class and from the other classes separately.
+
+Three searches, each at most about one full kNN search in cost:
+
+* own class: one index per class (the class sizes sum to n);
+* each other class (few classes): class m's index answers the points of every other
+  class with a small k;
+* all other classes pooled (many classes): every class gets a binary code of
+  ⌈log₂ L⌉ bits; for each bit one index holds the points whose bit is 0 and one those
+  whose bit is 1, and each point asks the index of the opposite value. Two different
+  classes differ in some bit, so the union of a point's ⌈log₂ L⌉ lists holds its k
+  nearest points of all other classes; each bit's lists merge into the running k
+  nearest. 2⌈log₂ L⌉ indices over n/2 points each, not L searches.
+
+Exact search (scikit-learn) or pynndescent as chosen by
+:func:`ctsne.neighbors.search.nearest_neighbors` for an index of that size. Where that is a
+Euclidean tree search, the other-class queries (per class and per bit), which lie far
+from the points they search and get little pruning from a tree, scan the class instead
+(:mod:`ctsne.neighbors.brute`: the same neighbours and distances; one class of 10,000
+points queried by 40,000: 0.4–0.9 s instead of 1.9 s). The scan grows as (class size) ×
+(queries), so above :data:`SCAN_MAX_PAIRS` (and for classes too large for exact search)
+far queries in at most ``TREE_DIMS`` features go to a k-d tree searched with a relative
+tolerance :data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``: every distance returned is
+within a factor 1 + eps of the true k-th nearest). Measured on one class of 40,000
+points queried by 40,000 (10-D, k = 23): scan 1.52 s, exact tree 1.79 s, eps = 0.5
+0.60 s with recall 0.956 and the k-th distance at most 8 % above the exact one (median
+0 %). Above :data:`REPS_FROM_PAIRS` pairs, given the own-class lists, Euclidean far and
+bit searches ask only representatives (a quarter of the points) and the others take the
+nearest of their representatives' lists (:mod:`ctsne.neighbors.representatives`). Empty slots (a
+class smaller than k) hold the point itself with distance ``inf``; callers give them
+weight 0.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._parallel import kernel
+from .brute import brute_knn
+from .representatives import lists_from_representatives, representatives
+from .search import APPROX_ABOVE, TREE_DIMS, TREE_MAX_N, nearest_neighbors
+
+__all__ = ["SearchIndex", "other_class_neighbors", "own_class_neighbors",
+           "pooled_other_neighbors"]
+
+_CHUNK = 20_000
+# Classes up to this size find their own-class lists by brute force in one call each:
+# hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of times.
+BRUTE_UP_TO = 2_000
+# A point of a class with at most EXTRA_UP_TO·k other points finds its nearest points of
+# all other classes in one search of k + n_c neighbours over every point (dropping its own
+# class's), instead of one search per bit.
+EXTRA_UP_TO = 2
+# A class searched approximately still reuses the standard lists (see _reuse) when at
+# most this share of its rows lists points of other classes.
+REUSE_REST_UP_TO = 0.25
+# Far queries of an exact Euclidean search scan the indexed points (False: a tree, as
+# before; benchmarks/bench_balanced.py --compare-trees times both).
+SCAN_FAR = True
+# Far queries whose scan would visit more (indexed point, query) pairs than this use the
+# tolerant k-d tree instead (exact up to that size).
+SCAN_MAX_PAIRS = 4e8
+# Far searches over more (indexed point, query) pairs than this ask representatives only
+# (ctsne.neighbors.representatives) when the own-class lists are given; smaller ones are exact.
+REPS_FROM_PAIRS = 1e8
+# The relative tolerance of that tree search (see the module docstring for its recall).
+FAR_EPS = 0.5
+
+
+def _exact_for(n: int, p: int, method: str) -> bool:
+    if method == "auto":
+        return n <= APPROX_ABOVE or (p <= TREE_DIMS and n <= TREE_MAX_N)
+    if method not in ("exact", "approx"):
+        raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")
+    return method == "exact"
+
+
+class SearchIndex:
+    """A kNN index over ``X[rows]`` answering queries in global point numbers.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    rows : ndarray of int
+        The points the index holds.
+    method, metric, random_state, n_jobs
+        As in :func:`ctsne.neighbors.search.nearest_neighbors`.
+    far : bool
+        The queries lie far from the indexed points: an exact Euclidean search in at most
+        ``TREE_DIMS`` features scans them all instead of building a tree.
+    """
+
+    def __init__(self, X, rows, method="auto", metric="euclidean", random_state=None,
+                 n_jobs=None, far=False):
+        self.rows = np.asarray(rows)
+        self.exact = _exact_for(len(self.rows), X.shape[1], method)
+        data = X[self.rows]
+        jobs = -1 if n_jobs is None else n_jobs
+        # with more features scikit-learn itself searches by brute force, in BLAS
+        low_dim = metric == "euclidean" and X.shape[1] <= TREE_DIMS
+        scan = far and SCAN_FAR and self.exact and low_dim
+        self._scan = data if scan else None
+        # far queries too many to scan, or into a class too large for exact search
+        self._tolerant = far and SCAN_FAR and low_dim
+        self._kd = None
+        self._jobs = jobs
+        if self._tolerant and not self.exact:
+            self._scan = data
+        elif self._scan is None and self.exact:
+            from sklearn.neighbors import NearestNeighbors
+
+            self._nn = NearestNeighbors(metric=metric, n_jobs=jobs).fit(data)
+        elif self._scan is None:
+            from pynndescent import NNDescent
+
+            self._nn = NNDescent(data, n_neighbors=min(30, len(self.rows) - 1) or 1,
+                                 metric=metric, random_state=random_state, n_jobs=jobs,
+                                 low_memory=True)
+            self._nn.prepare()
+
+    def tolerant_for(self, m: int) -> bool:
+        """Whether ``m`` queries go to the k-d tree with relative tolerance."""
+        return self._scan is not None and self._tolerant and (
+            not self.exact or len(self._scan) * m > SCAN_MAX_PAIRS)
+
+    def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest indexed points of each row of ``Q`` (global numbers)."""
+        idx = np.empty((len(Q), k), dtype=np.int64)
+        dist = np.empty((len(Q), k))
+        if self.tolerant_for(len(Q)):
+            if self._kd is None:
+                from scipy.spatial import cKDTree
+
+                self._kd = cKDTree(self._scan)
+            d, i = self._kd.query(Q, k=k, eps=FAR_EPS, workers=self._jobs)
+            i, d = np.asarray(i).reshape(len(Q), k), np.asarray(d).reshape(len(Q), k)
+            return self.rows[i], d
+        for start in range(0, len(Q), _CHUNK):
+            stop = min(len(Q), start + _CHUNK)
+            if self._scan is not None:
+                i, d = brute_knn(self._scan, Q[start:stop], k)
+            elif self.exact:
+                d, i = self._nn.kneighbors(Q[start:stop], n_neighbors=k)
+            else:
+                i, d = self._nn.query(Q[start:stop], k=k)
+            idx[start:stop], dist[start:stop] = self.rows[i], d
+        return idx, dist
+
+
+def _empty(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """A table of empty slots: each row points at itself, distance inf."""
+    return (np.repeat(np.arange(n, dtype=np.int64)[:, None], k, axis=1),
+            np.full((n, k), np.inf))
+
+
+def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_state=None,
+                        n_jobs=None, known=None):
+    """Each point's ``k`` nearest points of its own class.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    codes : ndarray of int (n,)
+        Class 0..L−1 of each point.
+    k : int
+    known : tuple (idx, dist, mask), optional
+        A standard kNN table (n, k) and the rows whose list is all own-class: those rows
+        already hold their answer and the others are searched exactly (exact classes,
+        and approximate ones in few features where most rows are answered; otherwise
+        the class's own approximate index computes every row's list as it builds).
+
+    Returns
+    -------
+    idx : ndarray of int64 (n, k), dist : ndarray (n, k)
+        A class with fewer than k + 1 points fills the rest with empty slots.
+    """
+    n = len(codes)
+    idx, dist = _empty(n, k)
+    for c in range(int(codes.max()) + 1):
+        rows = np.flatnonzero(codes == c)
+        kc = min(k, len(rows) - 1)
+        if kc < 1:
+            continue
+        todo = rows
+        if known is not None and _reuse(known[2][rows], X.shape[1], metric, method):
+            kidx, kdist, mask = known
+            done = rows[mask[rows]]
+            idx[done, :kc], dist[done, :kc] = kidx[done, :kc], kdist[done, :kc]
+            todo = rows[~mask[rows]]
+            if len(todo) == 0:
+                continue
+            index = SearchIndex(X, rows, "exact", metric, random_state, n_jobs)
+            # k + 1: the point itself is among its own class's points
+            i, d = index.query(X[todo], kc + 1)
+            i, d = _drop_self(i, d, todo)
+            idx[todo, :kc], dist[todo, :kc] = i, d
+            continue
+        if len(rows) <= BRUTE_UP_TO:
+            i, d = _brute_within(X[rows], kc, metric)
+        else:
+            i, d = nearest_neighbors(X[rows], kc, method=method, metric=metric,
+                                     random_state=random_state, n_jobs=n_jobs)
+        idx[rows, :kc], dist[rows, :kc] = rows[i], d
+    return idx, dist
+
+
+def _reuse(listed: np.ndarray, p: int, metric: str, method: str) -> bool:
+    """Whether a class answers from the standard lists, searching only the rest exactly.
+
+    ``listed`` marks its rows whose standard list is all own-class. Exact classes always
+    do; approximate ones when a tree can answer the rest (few features) and the rest is at
+    most :data:`REUSE_REST_UP_TO` of the class: a tree query of a quarter of the class
+    costs less than building pynndescent's graph over all of it.
+    """
+    if _exact_for(len(listed), p, method):
+        return True
+    low_dim = metric == "euclidean" and p <= TREE_DIMS
+    return low_dim and (~listed).mean() <= REUSE_REST_UP_TO
+
+
+def _brute_within(Xc, k, metric):
+    """Each row's ``k`` nearest other rows of ``Xc`` from the full distance matrix."""
+    from sklearn.metrics import pairwise_distances
+
+    D = pairwise_distances(Xc, metric=metric, n_jobs=1)
+    np.fill_diagonal(D, np.inf)
+    part = np.argpartition(D, k - 1, axis=1)[:, :k] if k < len(Xc) - 1 else \
+        np.argsort(D, axis=1)[:, :k]
+    order = np.argsort(np.take_along_axis(D, part, axis=1), axis=1, kind="stable")
+    i = np.take_along_axis(part, order, axis=1)
+    return i, np.take_along_axis(D, i, axis=1)
+
+
+def _drop_self(idx, dist, rows):
+    """Remove each row's own point from a (m, k + 1) answer (else its farthest entry)."""
+    is_self = idx == rows[:, None]
+    is_self[~is_self.any(axis=1), -1] = True
+    keep = ~is_self
+    m = len(rows)
+    return idx[keep].reshape(m, -1), dist[keep].reshape(m, -1)
+
+
+def _representatives(codes, own_idx, metric):
+    """The representatives mask where far searches may use it (Euclidean, own lists given)."""
+    return None if own_idx is None or metric != "euclidean" else representatives(codes, own_idx)
+
+
+def _search(index, X, queries, k, own_idx, rep):
+    """``index``'s k nearest points to each of ``queries``; with ``rep``, large searches
+    ask the representatives only."""
+    if rep is not None and (len(index.rows) * len(queries) > REPS_FROM_PAIRS
+                            or index.tolerant_for(len(queries))):
+        return lists_from_representatives(X, queries, own_idx, rep, index.query, k)
+    return index.query(X[queries], k)
+
+
+def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
+                          random_state=None, n_jobs=None, own_idx=None):
+    """For every other class m, each point's ``k_other`` nearest points of class m.
+
+    Parameters
+    ----------
+    own_idx : ndarray of int (n, k_own), optional
+        Each point's own-class list (nearest first). Given, Euclidean searches over more
+        than :data:`REPS_FROM_PAIRS` pairs (and all that take the tolerant k-d tree) ask
+        for the representatives only and share their lists (:mod:`ctsne.neighbors.representatives`).
+
+    Returns
+    -------
+    idx : ndarray of int64 (n, (L − 1)·k_other), dist : ndarray
+        Block t (columns t·k_other …) of a point of class c holds class ``t`` if t < c,
+        else class ``t + 1``; a class with fewer points fills the rest with empty slots.
+    """
+    n = len(codes)
+    L = int(codes.max()) + 1
+    idx, dist = _empty(n, (L - 1) * k_other)
+    rep = _representatives(codes, own_idx, metric)
+    for m in range(L):
+        rows = np.flatnonzero(codes == m)
+        km = min(k_other, len(rows))
+        others = np.flatnonzero(codes != m)
+        if km < 1 or len(others) == 0:
+            continue
+        index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
+        i, d = _search(index, X, others, km, own_idx, rep)
+        # the block of class m is m − 1 for rows of a smaller class, m for a larger one
+        block = np.where(codes[others] < m, m - 1, m)
+        cols = block[:, None] * k_other + np.arange(km)[None, :]
+        idx[others[:, None], cols] = i
+        dist[others[:, None], cols] = d
+    return idx, dist
+
+
+def class_bits(L: int) -> int:
+    """Bits of the binary class codes: ⌈log₂ L⌉ (at least 1)."""
+    return max(1, int(np.ceil(np.log2(L))))
+
+
+@kernel(20_000)
+def _merge_into(idx, dist, rows, new_idx, new_dist, codes, b):
+    """Merge each row's sorted list from bit ``b``'s search into ``rows``' sorted lists,
+    keeping the k nearest distinct points.
+
+    A point j of another class is offered by every bit in which its class code differs
+    from the row's. Offered first by this bit, it is new; otherwise an earlier bit's search
+    may hold it (approximate searches can miss it), so the row's list is checked by index.
+    Distances cannot tell copies apart: two searches may round the same pair differently.
+    """
+    k = idx.shape[1]
+    kb = new_idx.shape[1]
+    lower = (1 << b) - 1
+    for r in numba.prange(rows.shape[0]):
+        row = rows[r]
+        old_i = idx[row].copy()
+        old_d = dist[row].copy()
+        a = 0
+        c = 0
+        t = 0
+        while t < k:
+            if c < kb and (a >= k or new_dist[r, c] < old_d[a]):
+                j, d = new_idx[r, c], new_dist[r, c]
+                c += 1
+                if (codes[j] ^ codes[row]) & lower != 0:
+                    seen = False
+                    for u in range(k):
+                        if old_i[u] == j:  # empty slots hold the row itself, never j
+                            seen = True
+                            break
+                    if seen:
+                        continue
+            elif a < k:
+                j, d = old_i[a], old_d[a]
+                a += 1
+            else:
+                break
+            if d == np.inf:
+                break
+            idx[row, t] = j
+            dist[row, t] = d
+            t += 1
+        for u in range(t, k):
+            idx[row, u] = row
+            dist[row, u] = np.inf
+
+
+def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
+                           random_state=None, n_jobs=None, own_idx=None):
+    """Each point's ``k`` nearest points among all other classes, by ⌈log₂ L⌉ bit splits.
+
+    ``own_idx`` as in :func:`other_class_neighbors`: large bit searches then ask
+    representatives only (a point's own class shares its bits, so its own-class
+    neighbours ask the same index).
+
+    Returns
+    -------
+    idx : ndarray of int64 (n, k), dist : ndarray (n, k)
+        Empty slots where fewer than k points lie in other classes.
+    """
+    n = len(codes)
+    sizes = np.bincount(codes)
+    L = len(sizes)
+    idx, dist = _empty(n, k)
+    small = sizes[codes] - 1 <= EXTRA_UP_TO * k
+    if small.any():
+        _one_search(X, codes, k, np.flatnonzero(small), sizes, idx, dist,
+                    (method, metric, random_state, n_jobs))
+    large = np.flatnonzero(~small)
+    if len(large) == 0:
+        return idx, dist
+    rep = _representatives(codes, own_idx, metric)
+    codes64 = np.ascontiguousarray(codes, dtype=np.int64)
+    for b in range(class_bits(L)):
+        bit = (codes >> b) & 1
+        for v in (0, 1):
+            rows = np.flatnonzero(bit == v)
+            askers = large[bit[large] != v]
+            kb = min(k, len(rows))
+            if kb < 1 or len(askers) == 0:
+                continue
+            # the askers' classes are all outside the index: far queries, as above
+            index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
+            i, d = _search(index, X, askers, kb, own_idx, rep)
+            _merge_into(idx, dist, askers, np.ascontiguousarray(i, dtype=np.int64),
+                        np.ascontiguousarray(d, dtype=np.float64), codes64, b,
+                        work=len(askers) * k)
+    return idx, dist
+
+
+def _one_search(X, codes, k, rows, sizes, idx, dist, search):
+    """Other-class lists of ``rows`` from one search of k + n_c neighbours over all points.
+
+    Among a point's k + n_c nearest points (itself included) at most n_c are of its own
+    class, so at least k are of other classes, and they are its k nearest of those.
+    """
+    n = len(codes)
+    k_all = int(min(n, k + sizes[codes[rows]].max()))
+    i, d = SearchIndex(X, np.arange(n), *search).query(X[rows], k_all)
+    other = codes[i] != codes[rows][:, None]
+    # a stable sort moves each row's other-class entries to the front, nearest first
+    order = np.argsort(~other, axis=1, kind="stable")[:, :k]
+    keep = np.take_along_axis(other, order, axis=1)
+    i = np.take_along_axis(i, order, axis=1)
+    d = np.where(keep, np.take_along_axis(d, order, axis=1), np.inf)
+    idx[rows] = np.where(keep, i, rows[:, None])
+    dist[rows] = d

@@ -1,0 +1,132 @@
+"""Far neighbour lists from representatives: search for a quarter of the points, share.
+
+A point's nearest points of a distant class are nearly those of its own nearest
+neighbours: the distance to the other class is much larger than the step between
+neighbours. So where a far search is large (the tolerant k-d tree path of
+:mod:`ctsne.neighbors.by_class`), only the representatives — one point in
+:data:`REP_EVERY` of each class, and every point with fewer than :data:`REPS_PER_POINT`
+representatives in its own-class list — are searched. Every other point takes the union
+of the lists of the first :data:`REPS_PER_POINT` representatives in its own-class list
+(nearest first) as candidates and keeps the nearest k of them by exact distance.
+
+Measured (1M points, 5 shifted classes in 10-D; class 1's 200,000 points into class 0's
+200,000, k = 23, both searches with the tree at tolerance 0.5): direct search 14.5 s,
+recall 0.81 against the exact lists; representatives 5.1 s + 0.3 s for the candidates,
+recall 0.82, k-th distance median 1.001×, at most 1.06× the exact one.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._parallel import kernel
+
+__all__ = ["REP_EVERY", "REPS_PER_POINT", "representatives", "lists_from_representatives"]
+
+REP_EVERY = 4
+REPS_PER_POINT = 4
+
+
+def representatives(codes: np.ndarray, own_idx: np.ndarray) -> np.ndarray:
+    """Which points are searched directly (bool (n,)).
+
+    One point in :data:`REP_EVERY` of each class by its position in the class, and every
+    point whose own-class list holds fewer than :data:`REPS_PER_POINT` of those.
+    """
+    n = len(codes)
+    order = np.argsort(codes, kind="stable")
+    starts = np.r_[0, np.cumsum(np.bincount(codes))][codes[order]]
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - starts
+    rep = rank % REP_EVERY == 0
+    listed = rep[own_idx] & (own_idx != np.arange(n)[:, None])  # empty slots hold the point
+    return rep | (listed.sum(axis=1) < REPS_PER_POINT)
+
+
+@kernel(20_000)
+def _from_reps(X, queries, own_idx, slot, rep_idx, k, out_idx, out_dist):
+    nq = queries.shape[0]
+    kr = rep_idx.shape[1]
+    p = X.shape[1]
+    for q in numba.prange(nq):
+        x = queries[q]
+        cand = np.empty(REPS_PER_POINT * kr, dtype=np.int64)
+        d = np.empty(REPS_PER_POINT * kr)
+        m = 0
+        got = 0
+        for a in range(own_idx.shape[1]):
+            s = slot[own_idx[x, a]]
+            if s < 0:
+                continue
+            for b in range(kr):
+                j = rep_idx[s, b]
+                acc = 0.0
+                for f in range(p):
+                    z = X[x, f] - X[j, f]
+                    acc += z * z
+                cand[m] = j
+                d[m] = np.sqrt(acc)
+                m += 1
+            got += 1
+            if got == REPS_PER_POINT:
+                break
+        order = np.argsort(d[:m])
+        t = 0
+        for u in range(m):
+            j = cand[order[u]]
+            du = d[order[u]]
+            # the same point from two lists has the same distance: it sorts beside its twin
+            seen = False
+            v = t - 1
+            while v >= 0 and out_dist[q, v] == du:
+                if out_idx[q, v] == j:
+                    seen = True
+                    break
+                v -= 1
+            if seen:
+                continue
+            out_idx[q, t] = j
+            out_dist[q, t] = du
+            t += 1
+            if t == k:
+                break
+
+
+def lists_from_representatives(X, queries, own_idx, rep, search, k):
+    """The ``k`` nearest indexed points of each of ``queries`` (global point numbers).
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    queries : ndarray of int
+        Points asking, none of them in the searched class.
+    own_idx : ndarray of int (n, k_own)
+        Each point's own-class list, nearest first.
+    rep : ndarray of bool (n,)
+        From :func:`representatives`.
+    search : callable(Q, k) -> (idx, dist)
+        The direct search (e.g. :meth:`ctsne.neighbors.by_class.SearchIndex.query`).
+
+    Returns
+    -------
+    idx : ndarray of int64 (len(queries), k), dist : ndarray
+        Rows with fewer than k candidates keep empty slots (the point itself, ``inf``).
+    """
+    queries = np.asarray(queries, dtype=np.int64)
+    direct = rep[queries]
+    idx = np.repeat(queries[:, None], k, axis=1)
+    dist = np.full((len(queries), k), np.inf)
+    asked = queries[direct]
+    idx[direct], dist[direct] = search(X[asked], k)
+    slot = np.full(X.shape[0], -1, dtype=np.int64)
+    slot[asked] = np.arange(len(asked))
+    rest = np.flatnonzero(~direct)
+    if len(rest):
+        X64 = np.ascontiguousarray(X, dtype=np.float64)
+        r_idx, r_dist = idx[rest], dist[rest]
+        _from_reps(X64, queries[rest], np.ascontiguousarray(own_idx, dtype=np.int64), slot,
+                   np.ascontiguousarray(idx[direct]), k, r_idx, r_dist,
+                   work=len(rest) * REPS_PER_POINT * k)
+        idx[rest], dist[rest] = r_idx, r_dist
+    return idx, dist

@@ -1,0 +1,18 @@
+"""Figures of embeddings: colour and marker by labels, side-by-side panels, selections.
+
+The public functions are re-exported here (``ctsne.plotting.plot_embedding``); they live in
+:mod:`~ctsne.plotting.figures`.
+"""
+
+from .figures import (
+    label_colors,
+    plot_comparison,
+    plot_embedding,
+    plot_embeddings,
+    plot_scores,
+    prior_scores,
+    save_figure,
+)
+
+__all__ = ["label_colors", "plot_comparison", "plot_embedding", "plot_embeddings",
+           "plot_scores", "prior_scores", "save_figure"]
