@@ -5,11 +5,12 @@
 
 The data: 20 Gaussian clusters in 10 dimensions (the structure to keep), repeated in
 every class with a class-specific shift (a batch effect that separates the classes). Times,
-in one run side by side: the standard P (:func:`ctsne.affinities.standard.joint_affinities`), the
-balanced P alone (:func:`ctsne.affinities.balanced.balanced_affinities`), and ``affinities="auto"``
-(standard P, diagnostic, then the balanced P reusing the all-own-class standard lists).
-With ``--compare-trees`` the balanced P is also timed with the other-class searches in
-scikit-learn trees, as before the brute-force scan of far queries (same P).
+in one run side by side: the standard P (:func:`ctsne.affinities.standard.joint_affinities`),
+the balanced P alone (:func:`ctsne.affinities.balanced.balanced_affinities`), and
+``affinities="auto"`` (standard P, diagnostic, then the balanced P reusing the
+all-own-class standard lists). With ``--compare-trees`` the balanced P is also timed with
+the other-class searches in scikit-learn trees (``far_search="tree"``), as before the
+brute-force scan of far queries (same P).
 Appends JSON lines to ``benchmarks/results.jsonl``.
 """
 
@@ -23,7 +24,6 @@ import platform
 import time
 from pathlib import Path
 
-import ctsne.neighbors.by_class as label_neighbors
 import numpy as np
 
 from ctsne.affinities.balanced import balanced_affinities
@@ -72,9 +72,8 @@ def main() -> None:
             got, t_auto = timed(lambda: input_affinities(X, args.perplexity, codes, "auto"))  # noqa: B023
             extra = {}
             if args.compare_trees:
-                label_neighbors.SCAN_FAR = False
-                P_tree, t_tree = timed(lambda: balanced_affinities(X, codes, args.perplexity))  # noqa: B023
-                label_neighbors.SCAN_FAR = True
+                P_tree, t_tree = timed(lambda: balanced_affinities(
+                    X, codes, args.perplexity, far_search="tree"))  # noqa: B023
                 extra = {"balanced_trees_s": t_tree, "trees_over_standard": t_tree / t_std,
                          "max_abs_diff_P_trees": float(abs(P_bal - P_tree).max())}
             row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),

@@ -96,7 +96,7 @@ def pan_frames(d, moves: int = 60) -> tuple[np.ndarray, float]:
 
 
 def run(n: int, repeats: int, backend: str, lod: bool, moves: int, max_points: int) -> dict:
-    from ctsne.interfaces.explorer import explore
+    from ctsne import explore
 
     rng = np.random.default_rng(0)
     Y, label = clustered_map(n, rng)

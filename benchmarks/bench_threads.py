@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ctsne.estimator.tsne import ConditionalTSNE
+
+from ctsne import ConditionalTSNE
 
 RESULTS = Path(__file__).with_name("results.jsonl")
 

@@ -56,7 +56,7 @@ def main(argv=None) -> None:
     ap.add_argument("--lock", default="/tmp/ctsne-bench.lock")
     a = ap.parse_args(argv)
 
-    from ctsne.estimator.tsne import ConditionalTSNE
+    from ctsne import ConditionalTSNE
 
     X, five, _ = make_data(a.n + a.new, 10, seed=0)
     # the prior: 4 more sub-clusters, offset in dims 5-6

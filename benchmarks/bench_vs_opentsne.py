@@ -83,7 +83,7 @@ def run_one(case: str, runner: str, ee_iter: int, n_iter: int) -> dict:
         Y = np.asarray(emb)
         out.update(affinities_s=t1 - t0, optimization_s=t2 - t1, kl=float(emb.kl_divergence))
     else:
-        from ctsne.estimator.tsne import ConditionalTSNE
+        from ctsne import ConditionalTSNE
 
         prior = {"ctsne": None, "ctsne-5": five, "ctsne-500": five_hundred}[runner]
         model = ConditionalTSNE(random_state=0, n_jobs=2, early_exaggeration_iter=ee_iter,

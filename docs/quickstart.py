@@ -1,8 +1,7 @@
-from ctsne.estimator.tsne import ConditionalTSNE
-
+from ctsne import ConditionalTSNE
 from ctsne.datasets import make_synthetic
 from ctsne.metrics import laplacian_score
-from ctsne.plotting.figures import plot_comparison, save_figure
+from ctsne.plotting import plot_comparison, save_figure
 
 data = make_synthetic(1000, random_state=0)
 model = ConditionalTSNE(beta=0.01, random_state=0)

@@ -46,7 +46,7 @@ def tsne_params(small: bool, **overrides) -> dict:
 def embed(X, prior=None, beta: float = 0.01, seed: int = 0, small: bool = False,
           **overrides):
     """Fit ConditionalTSNE; returns ``(Y, model, seconds)``."""
-    from ctsne.estimator.tsne import ConditionalTSNE
+    from ctsne import ConditionalTSNE
 
     model = ConditionalTSNE(beta=beta, random_state=seed, **tsne_params(small, **overrides))
     t0 = time.perf_counter()

@@ -14,8 +14,8 @@ import sys
 import _common as C
 from sklearn.metrics import silhouette_score
 
+from ctsne import exact_objective_terms
 from ctsne.datasets import make_synthetic
-from ctsne.forces.objective import exact_objective_terms
 from ctsne.metrics import knn_label_homogeneity
 
 

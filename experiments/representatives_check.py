@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import _common as C
-import ctsne.neighbors.by_class as label_neighbors
 import numpy as np
-from ctsne.estimator.tsne import ConditionalTSNE
 
+import ctsne.neighbors.by_class as label_neighbors
+from ctsne import ConditionalTSNE
 from ctsne.affinities.balanced import balanced_affinities
 from ctsne.affinities.mixing import prior_mixing
 from ctsne.metrics import cross_class_agreement, knn_label_homogeneity, lisi

@@ -21,8 +21,8 @@ import time
 
 import _common as C
 import numpy as np
-from ctsne.estimator.tsne import ConditionalTSNE
 
+from ctsne import ConditionalTSNE
 from ctsne.datasets import load_adult, make_scaled, make_synthetic
 
 EXACT_LIMIT = 50_000      # above this, exact is extrapolated rather than run

@@ -91,7 +91,7 @@ COMPLEMENT = {"synthetic": "cluster", "digits-scanner": "digit", "digits-shifted
 def variants() -> dict[str, dict | None]:
     """Estimator settings per method (None: t-SNE, no prior); only those this version
     of ConditionalTSNE supports."""
-    from ctsne.estimator.tsne import ConditionalTSNE
+    from ctsne import ConditionalTSNE
 
     has_affinities = "affinities" in inspect.signature(ConditionalTSNE).parameters
     out: dict[str, dict | None] = {"t-SNE": None}

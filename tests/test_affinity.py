@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-from ctsne.neighbors.search import nearest_neighbors
 
-from ctsne.affinities.standard import calibrate, joint_affinities
+from ctsne.affinities.calibration import calibrate
+from ctsne.affinities.standard import joint_affinities
+from ctsne.neighbors.search import nearest_neighbors
 
 
 def test_calibration_reaches_the_perplexity(rng):
@@ -68,7 +69,7 @@ def _reference_symmetric(idx, cond):
 
 @pytest.mark.parametrize("n,k", [(50, 7), (400, 30)])
 def test_symmetrize_matches_scipy(n, k, rng):
-    from ctsne.affinities.standard import symmetrize
+    from ctsne.affinities.symmetry import symmetrize
 
     X = rng.normal(size=(n, 3))
     idx, dist = nearest_neighbors(X, k, method="exact")

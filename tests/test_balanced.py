@@ -4,14 +4,15 @@ import warnings
 
 import numpy as np
 import pytest
-from ctsne.estimator.tsne import ConditionalTSNE
-from ctsne.neighbors.by_class import pooled_other_neighbors
 
+from ctsne import ConditionalTSNE
 from ctsne.affinities.balanced import balanced_affinities, revised_affinities
 from ctsne.affinities.modes import input_affinities
 from ctsne.affinities.standard import joint_affinities
 from ctsne.metrics import knn_label_homogeneity
 from ctsne.neighbors import by_class as label_neighbors
+from ctsne.neighbors import search
+from ctsne.neighbors.by_class import pooled_other_neighbors
 
 
 def _bisect(d2: np.ndarray, perplexity: float) -> np.ndarray:
@@ -141,6 +142,7 @@ def test_reused_standard_lists_give_the_same_balanced_p(rng):
 def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactly(
         rng, monkeypatch):
     import pynndescent
+
     from ctsne.neighbors.by_class import own_class_neighbors
     from ctsne.neighbors.search import nearest_neighbors
 
@@ -153,8 +155,8 @@ def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactl
         raise AssertionError("the class should not build an approximate index")
 
     monkeypatch.setattr(pynndescent, "NNDescent", no_graph)
-    monkeypatch.setattr(label_neighbors, "APPROX_ABOVE", 50)  # both classes "large"
-    monkeypatch.setattr(label_neighbors, "TREE_MAX_N", 50)
+    monkeypatch.setattr(search, "APPROX_ABOVE", 50)  # both classes "large"
+    monkeypatch.setattr(search, "TREE_MAX_N", 50)
     got_idx, got_dist = own_class_neighbors(X, codes, 12, known=(idx, dist, mask))
     exact_idx, exact_dist = own_class_neighbors(X, codes, 12, method="exact")
     np.testing.assert_array_equal(got_idx[mask], idx[mask])

@@ -8,8 +8,8 @@ import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
 import ctsne.forces.repulsion.conditional as conditional
+from ctsne import exact_objective_terms
 from ctsne.forces.attraction import attraction
-from ctsne.forces.objective import exact_objective_terms
 from ctsne.forces.repulsion.barnes_hut import repulsion_bh
 from ctsne.forces.repulsion.conditional import ConditionalRepulsion
 from ctsne.forces.repulsion.exact import repulsion_exact

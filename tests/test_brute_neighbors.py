@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
+
 from ctsne.neighbors.brute import brute_knn
 from ctsne.neighbors.by_class import other_class_neighbors
-
-from ctsne.neighbors import by_class as label_neighbors
 
 
 def _dense(Y, Q, k):
@@ -26,12 +25,11 @@ def test_scan_matches_dense_distances_ties_included(m, nq, k, rng):
     np.testing.assert_array_equal(idx, ref_idx)
 
 
-def test_scan_gives_the_tree_search_bit_for_bit(rng, monkeypatch):
+def test_scan_gives_the_tree_search_bit_for_bit(rng):
     codes = np.repeat(np.arange(3), [300, 200, 120])
     X = rng.normal(size=(len(codes), 6)) + 25.0 * rng.normal(size=(3, 6))[codes]
     scan_idx, scan_dist = other_class_neighbors(X, codes, 12, method="exact")
-    monkeypatch.setattr(label_neighbors, "SCAN_FAR", False)
-    tree_idx, tree_dist = other_class_neighbors(X, codes, 12, method="exact")
+    tree_idx, tree_dist = other_class_neighbors(X, codes, 12, method="exact", far_search="tree")
     np.testing.assert_array_equal(scan_dist, tree_dist)  # continuous data: no ties
     np.testing.assert_array_equal(scan_idx, tree_idx)
 

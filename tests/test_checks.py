@@ -4,10 +4,11 @@ import warnings
 
 import numpy as np
 import pytest
-from ctsne.estimator.tsne import ConditionalTSNE
 from sklearn.datasets import load_digits
 
-from ctsne.affinities.standard import calibrate, joint_affinities
+from ctsne import ConditionalTSNE
+from ctsne.affinities.calibration import calibrate
+from ctsne.affinities.standard import joint_affinities
 from ctsne.metrics import knn_label_homogeneity
 from ctsne.optimization.initialization import initial_embedding
 

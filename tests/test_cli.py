@@ -16,7 +16,7 @@ import pytest
 
 from ctsne.datasets import make_synthetic
 from ctsne.interfaces.cli.main import main
-from ctsne.interfaces.files import io
+from ctsne.interfaces.files import tables
 from ctsne.metrics import laplacian_score
 
 N = 150
@@ -114,7 +114,7 @@ def test_embed_formats(work, inp, extra, out, ids):
         adata.write_h5ad(d / inp)
     res = ctsne("embed", inp, "--prior", "f14", "-o", out, *extra, *FAST, "-q", cwd=d)
     assert res.returncode == 0, res.stderr
-    emb = io.read_embedding(d / out)
+    emb = tables.read_embedding(d / out)
     assert emb.matrix.shape == (N, 2) and np.all(np.isfinite(emb.matrix))
     if ids is None:  # .npy: the embedding only, rows in input order
         return
@@ -288,7 +288,7 @@ def test_rank(work, tmp_path):
 def test_rank_box_and_ids_in_process(work, capsys, monkeypatch):
     d, data = work
     monkeypatch.chdir(d)
-    Y = io.read_embedding("emb.csv").matrix
+    Y = tables.read_embedding("emb.csv").matrix
     x0, y0 = np.median(Y, axis=0)
     assert main(["rank", "data.csv", "--id", "name", "--embedding", "emb.csv",
                  "--select-box", str(x0), str(y0), "1e9", "1e9"]) == 0
@@ -310,7 +310,7 @@ def test_score(work, tmp_path):
     assert "Laplacian score of 'f14'" in res.stdout and "'grp'" in res.stdout
     header, rows = read_csv(tmp_path / "s.csv")
     assert header == ["label", "embedding", "k", "score"] and len(rows) == 2 * 2 * 3
-    Y = io.read_embedding(d / "emb.csv").matrix
+    Y = tables.read_embedding(d / "emb.csv").matrix
     expected = laplacian_score(Y, data.f14, k=[10, 20, 30])
     got = [float(r[3]) for r in rows if r[0] == "f14" and r[1] == "a"]
     np.testing.assert_allclose(got, expected)
@@ -363,7 +363,7 @@ def test_score_integration_measures(work, tmp_path, monkeypatch, capsys):
     header, rows = read_csv("m.csv")
     assert header == ["label", "embedding", "k", "score", "metric", "random"]
     got = {r[4]: (r[0], int(r[2]), float(r[3])) for r in rows}
-    Y = io.read_embedding(d / "emb.csv").matrix
+    Y = tables.read_embedding(d / "emb.csv").matrix
     grp = np.where(np.arange(N) % 3 == 0, "left", "right")
     ref = harmonypy.compute_lisi(Y, {"f14": data.f14, "grp": grp}, ["f14", "grp"], 10)
     assert got["ilisi"][:2] == ("f14", 30)
@@ -396,9 +396,8 @@ def test_score_needs_something_to_score(work, capsys, monkeypatch):
 
 
 def test_embed_compare_draws_tsne_from_the_same_p_and_start(work, tmp_path, monkeypatch):
-    from ctsne.estimator.tsne import ConditionalTSNE
-
-    from ctsne.plotting import figures as plotting  # noqa: F401  (commands: loaded)
+    from ctsne import ConditionalTSNE
+    from ctsne.plotting import figures as plotting  # noqa: F401  (embed: loaded)
 
     d, data = work
     monkeypatch.chdir(tmp_path)
@@ -445,7 +444,7 @@ def test_embed_compare_draws_tsne_from_the_same_p_and_start(work, tmp_path, monk
     (["--compare"], "--compare draws t-SNE beside ct-SNE: it needs --plot and --prior"),
 ])
 def test_plot_options_fail_before_the_work(work, tmp_path, monkeypatch, capsys, extra, phrase):
-    from ctsne.interfaces.cli import commands
+    from ctsne.interfaces.cli import embed as commands
 
     d, data = work
     with open(d / "data.csv") as src, open(tmp_path / "m.csv", "w") as dst:

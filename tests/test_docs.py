@@ -65,16 +65,16 @@ def test_quickstart(tmp_path):
 
 
 def test_terminal_tutorial(tmp_path):
-    from ctsne.interfaces.files import io
+    from ctsne.interfaces.files import tables
 
     n = 200
     run(DOCS / "tutorials" / "terminal.sh", tmp_path, n)
     for f in ("adult_compare.png", "adult_scores.png", "adult_clusters.png"):
         assert_png(tmp_path / f)
-    emb = {name: io.read_embedding(tmp_path / f"adult_{name.lower().replace('-', '')}.csv")
+    emb = {name: tables.read_embedding(tmp_path / f"adult_{name.lower().replace('-', '')}.csv")
            for name in ("t-SNE", "ct-SNE")}
     assert all(len(e.ids) == n for e in emb.values())
-    table = io.read_table(tmp_path / "adult_scores.csv")
+    table = tables.read_table(tmp_path / "adult_scores.csv")
     rows = list(zip(*(table.columns[c] for c in ("label", "embedding", "k", "score")),
                     strict=True))
     assert len(rows) == 3 * 2 * 5
@@ -84,7 +84,7 @@ def test_terminal_tutorial(tmp_path):
             assert score == pytest.approx(want, abs=1e-12), (label, name, k)
     by = {(lab, name, int(k)): s for lab, name, k, s in rows}
     assert by[("gender", "ct-SNE", 30)] > by[("gender", "t-SNE", 30)] + 0.1  # factored out
-    assert len(io.read_table(tmp_path / "adult_ranking.csv").columns["feature"]) > 0
+    assert len(tables.read_table(tmp_path / "adult_ranking.csv").columns["feature"]) > 0
 
 
 def test_million_tutorial(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from ctsne.interfaces.cli.main import main
-from ctsne.interfaces.files import io
+from ctsne.interfaces.files import tables, writing
 
 FAST = ["--n-iter", "100", "--exaggeration-iter", "50", "--perplexity", "10", "--seed", "0",
         "--threads", "1", "-q"]
@@ -22,7 +22,7 @@ def saved(tmp_path_factory):
         cols = {"name": np.array([f"r{i}" for i in range(330)])[rows],
                 **{f"x{j}": X[rows, j] for j in range(5)}, "batch": batch[rows],
                 "cluster": cluster[rows]}
-        io.write_columns(d / name, cols)
+        writing.write_columns(d / name, cols)
     assert main(["embed", str(d / "train.csv"), "--id", "name", "--prior", "batch",
                  "--exclude", "cluster", "--save-model", str(d / "m.pkl"),
                  "-o", str(d / "emb.csv"), *FAST]) == 0
@@ -34,7 +34,7 @@ def test_places_new_rows_like_the_python_api(saved):
     assert main(["embed", str(d / "new.csv"), "--id", "name", "--prior", "batch",
                  "--exclude", "cluster", "--keep", "cluster", "--reference", str(d / "m.pkl"),
                  "-o", str(d / "new_emb.csv"), "-q"]) == 0
-    out = io.read_embedding(d / "new_emb.csv")
+    out = tables.read_embedding(d / "new_emb.csv")
     with open(d / "m.pkl", "rb") as fh:
         model = pickle.load(fh)
     np.testing.assert_allclose(out.matrix, model.transform(X[300:], batch[300:]), rtol=1e-9,
@@ -45,8 +45,8 @@ def test_places_new_rows_like_the_python_api(saved):
     assert main(["embed", str(d / "new.csv"), "--id", "name", "--prior", "batch",
                  "--exclude", "cluster", "--reference", str(d / "m.pkl"), "--with-reference",
                  "-o", str(d / "all.csv"), "-q"]) == 0
-    both = io.read_embedding(d / "all.csv")
-    ref = io.read_embedding(d / "emb.csv")
+    both = tables.read_embedding(d / "all.csv")
+    ref = tables.read_embedding(d / "emb.csv")
     assert len(both.ids) == 330 and list(both.columns["set"][[0, -1]]) == ["reference", "new"]
     np.testing.assert_allclose(both.matrix[:300], ref.matrix, rtol=1e-12)  # map unmoved
     np.testing.assert_allclose(both.matrix[300:], out.matrix, rtol=1e-12)

@@ -7,11 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
-from ctsne.estimator.tsne import ConditionalTSNE
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ctsne.forces.objective import exact_objective_terms
+from ctsne import ConditionalTSNE, exact_objective_terms
 from ctsne.prior import make_prior
 
 
@@ -217,3 +216,96 @@ def test_reported_kl_with_two_independent_priors(blobs):
     ref = exact_objective_terms(model.P_, model.embedding_,
                                 make_prior(prior, len(X), beta=[0.05, 0.3], combine="product"))
     assert model.kl_divergence_ == pytest.approx(ref.kl, rel=1e-10)
+
+
+# ---------------------------------------------------------------- fit from a given P
+SHORT = dict(early_exaggeration_iter=20, n_iter=20, method="exact", n_jobs=1, random_state=0)
+
+
+def test_fit_affinities_with_a_fit_s_P_and_start_is_that_fit(blobs):
+    from sklearn.base import clone
+
+    X, labels = blobs
+    model = ConditionalTSNE(**SHORT).fit(X, labels)
+    again = clone(model).fit_affinities(model.P_, labels, X=X)  # the same "pca" start
+    np.testing.assert_array_equal(again.embedding_, model.embedding_)
+    assert again.P_ is model.P_ and again.affinities_ == "precomputed"
+    assert again.beta_ == model.beta_ == 0.01 and again.alpha_ == model.alpha_
+    assert again.n_features_in_ == 5 and again.training_data_ is model.training_data_
+    assert again.transform(X[:3], labels[:3]).shape == (3, 2)
+    given = clone(model).fit_affinities(model.P_.toarray(), labels,
+                                        init=model.initial_embedding_, kind="standard")
+    np.testing.assert_array_equal(given.embedding_, model.embedding_)
+    assert given.affinities_ == "standard" and not hasattr(given, "n_features_in_")
+    with pytest.raises(Exception, match="training data"):
+        given.transform(X[:3])
+
+
+def test_fit_affinities_forgets_an_earlier_fit(blobs):
+    X, labels = blobs
+    model = ConditionalTSNE(**SHORT).fit(X, labels)
+    P = model.P_
+    model.fit_affinities(P, None, init="random")
+    assert model.prior_ is None and model.alpha_ == model.beta_ == 1.0
+    for name in ("training_data_", "n_features_in_", "perplexity_", "prior_mixing_"):
+        assert getattr(model, name, None) is None
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda P: P[:, :-1], "square"),
+    (lambda P: P * 2, "sum to 1"),
+    (lambda P: np.triu(P) * (1 / np.triu(P).sum()), "symmetric"),
+    (lambda P: np.where(np.eye(len(P)) > 0, 1e-3, P) / np.where(
+        np.eye(len(P)) > 0, 1e-3, P).sum(), "zero diagonal"),
+    (lambda P: np.where(P > 0, np.nan, P), "finite"),
+    (lambda P: np.array([[0.0, 0.5], [0.5, 0.0]]), "at least 3"),
+])
+def test_fit_affinities_rejects_a_bad_P(blobs, change, match):
+    X, labels = blobs
+    P = ConditionalTSNE(**SHORT).fit(X).P_.toarray()
+    with pytest.raises(ValueError, match=match):
+        ConditionalTSNE(**SHORT).fit_affinities(change(P), init="random")
+
+
+def test_fit_affinities_needs_X_for_a_pca_start_and_matching_rows(blobs):
+    X, labels = blobs
+    P = ConditionalTSNE(**SHORT).fit(X).P_
+    with pytest.raises(ValueError, match="init='pca'.*pass X"):
+        ConditionalTSNE(**SHORT).fit_affinities(P)
+    with pytest.raises(ValueError, match="X has 10 rows but P is 240"):
+        ConditionalTSNE(**SHORT).fit_affinities(P, X=X[:10])
+
+
+def test_set_prior_keeps_P_and_the_map_and_optimize_continues_under_it(blobs):
+    X, labels = blobs
+    model = ConditionalTSNE(**SHORT).fit(X, labels)
+    P, Y = model.P_, model.embedding_.copy()
+    other = labels % 2
+    model.set_params(beta=0.1).set_prior(other)
+    assert model.P_ is P and np.array_equal(model.embedding_, Y)
+    assert model.beta_ == pytest.approx(0.1)
+    np.testing.assert_array_equal(model.prior_.joint_codes(), make_prior(other, 240).codes[0])
+    ref = exact_objective_terms(P, Y, other, beta=0.1)
+    assert model.kl_divergence_ == pytest.approx(ref.kl, rel=1e-10)
+    model.optimize(10)
+    ref = exact_objective_terms(P, model.embedding_, other, beta=0.1)
+    assert model.kl_divergence_ == pytest.approx(ref.kl, rel=1e-10)
+    model.set_prior(None)
+    assert model.prior_ is None and model.alpha_ == model.beta_ == 1.0
+    with pytest.raises(Exception, match="fitted"):
+        ConditionalTSNE().set_prior(labels)
+
+
+def test_describe_input_records_names_and_provenance(blobs):
+    X, labels = blobs
+    model = ConditionalTSNE(**SHORT).fit(X)
+    names = [f"f{j}" for j in range(5)]
+    assert model.describe_input(names, source="blobs.csv", standardized=False) is model
+    assert list(model.feature_names_in_) == names and model.feature_names_in_.dtype == object
+    assert model.input_provenance_ == {"source": "blobs.csv", "standardized": False}
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy.input_provenance_["source"] == "blobs.csv"
+    with pytest.raises(ValueError, match="4 feature names for 5"):
+        model.describe_input(names[:4])
+    model.fit(X)
+    assert not hasattr(model, "input_provenance_")

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from ctsne.estimator.tsne import ConditionalTSNE
 from sklearn.base import clone
 
+from ctsne import ConditionalTSNE
 from ctsne.prior import weights_from_sizes
 
 
@@ -49,3 +49,60 @@ def test_optimize_checks_n_iter(data, n_iter):
     assert model.n_iter_ == done
     model.optimize(n_iter=np.int64(5))
     assert model.n_iter_ == done + 5
+
+
+# ---------------------------------------------------------------- the parameter table
+def test_the_table_matches_the_signature_and_the_docstring():
+    import inspect
+
+    from ctsne.estimator.parameters import PARAMETERS
+
+    signature = inspect.signature(ConditionalTSNE.__init__).parameters
+    assert list(PARAMETERS) == [p for p in signature if p != "self"]
+    for name, row in PARAMETERS.items():
+        assert row.default == signature[name].default, name
+        assert f"\n{name} : " in ConditionalTSNE.__doc__, name
+    assert "Parameters\n----------\nn_components : int, default 2\n" in ConditionalTSNE.__doc__
+    assert "\nAttributes\n----------\n" in ConditionalTSNE.__doc__
+
+
+def test_defaults_that_depend_on_other_parameters():
+    from ctsne.estimator.parameters import resolved
+    from ctsne.prior import DEFAULT_BETA
+
+    def used(name, **params):
+        return resolved(ConditionalTSNE(**params).get_params(), name)
+
+    assert used("beta") == DEFAULT_BETA == 0.01
+    assert used("beta", alpha=2.0) is None and used("beta", beta=0.3) == 0.3
+    assert used("within_weight", affinities="balanced") == 0.85
+    assert used("within_weight", affinities="auto") == 0.85  # what "auto" switches to
+    assert used("within_weight", affinities="revised") == 0.5
+    assert used("within_weight", affinities="standard") is None
+    assert used("within_weight", affinities="revised", within_weight=0.3) == 0.3
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"random_state": "seed"}, "random_state must be None, an integer or a numpy Generator"),
+    ({"callbacks": 3}, "callbacks must be None, a callable or a list of callables"),
+    ({"init": "spectral"}, "init must be 'pca', 'random' or an array"),
+    ({"n_jobs": 1.5}, "n_jobs must be None or an integer"),
+    ({"max_step_norm": np.nan}, "max_step_norm must be None or a number"),
+    ({"affinities": "fancy"}, "affinities must be one of"),
+    ({"affinities": "balanced", "within_weight": 1.0}, "within_weight=1 gives the other"),
+    ({"callbacks_every_iters": 0}, "callbacks_every_iters must be an integer ≥ 1"),
+])
+def test_table_checks_before_any_work(data, params, match):
+    with pytest.raises(ValueError, match=match):
+        ConditionalTSNE(**{**FAST, **params}).fit(data[0])
+
+
+@pytest.mark.parametrize("X, match", [
+    (np.ones((12, 0)), r"0 feature\(s\) \(shape=\(12, 0\)\)"),
+    (np.ones((1, 3)), "at least 3 points, got n_samples=1"),
+    (np.ones((10, 2)) + 1j, "Complex data not supported"),
+    (np.ones(4), "Reshape your data"),
+])
+def test_input_errors_name_the_problem(X, match):
+    with pytest.raises(ValueError, match=match):
+        ConditionalTSNE(**FAST).fit(X)

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from ctsne.interfaces.explorer import explore
+from ctsne import explore
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

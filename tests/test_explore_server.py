@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import ctsne.interfaces.explorer as pkg
+from ctsne import explore
 from ctsne.interfaces.cli.main import main
 from ctsne.interfaces.explorer import command as command_mod
-from ctsne.interfaces.explorer import explore
 
 
 def _get(url, headers=None):
@@ -108,8 +108,8 @@ def test_page_logic_without_a_browser(tmp_path):
     import time
 
     from bokeh.document import Document
-    from ctsne.estimator.tsne import ConditionalTSNE
 
+    from ctsne import ConditionalTSNE
     from ctsne.interfaces.explorer.app import _Page
     from ctsne.interfaces.explorer.controller import Explorer
     from ctsne.interfaces.explorer.session import Session, Step
@@ -163,8 +163,8 @@ def test_page_draws_a_subsample_but_selects_every_point(tmp_path):
     from types import SimpleNamespace
 
     from bokeh.document import Document
-    from ctsne.estimator.tsne import ConditionalTSNE
 
+    from ctsne import ConditionalTSNE
     from ctsne.interfaces.explorer.app import _Page
     from ctsne.interfaces.explorer.controller import Explorer
     from ctsne.interfaces.explorer.session import Session, Step

@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 import pytest
-from ctsne.estimator.tsne import ConditionalTSNE
 
+from ctsne import ConditionalTSNE
 from ctsne.interfaces.explorer import session as session_mod
 from ctsne.interfaces.explorer.controller import Explorer
 from ctsne.interfaces.explorer.refit import RefitJob, fit_sharing_affinities

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 
 import ctsne.forces.repulsion.conditional as conditional
 import ctsne.forces.repulsion.fft as fft
+from ctsne import exact_objective_terms
 from ctsne.forces.attraction import attraction
-from ctsne.forces.objective import exact_objective_terms
 from ctsne.forces.repulsion import ConditionalRepulsion
 from ctsne.forces.repulsion.exact import repulsion_exact
 from ctsne.forces.repulsion.fft import exact_is_faster, grid_shape, repulsion_fft

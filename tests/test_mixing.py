@@ -57,10 +57,10 @@ def test_bad_codes_are_rejected(rng):
 
 
 def test_the_table_gives_the_mixing_of_its_symmetrised_p(rng):
-    from ctsne.neighbors.search import nearest_neighbors
-
+    from ctsne.affinities.calibration import calibrate
     from ctsne.affinities.mixing import table_mixing
-    from ctsne.affinities.standard import calibrate, symmetrize
+    from ctsne.affinities.symmetry import symmetrize
+    from ctsne.neighbors.search import nearest_neighbors
 
     X = rng.normal(size=(300, 4))
     codes = (X[:, 0] > 0.3).astype(np.int64) + (X[:, 1] > 1.0)

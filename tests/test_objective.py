@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 from conftest import random_affinities
 
+from ctsne import exact_objective, exact_objective_terms
 from ctsne.forces.attraction import Attraction, attraction
-from ctsne.forces.objective import exact_objective, exact_objective_terms
 from ctsne.forces.repulsion import ConditionalRepulsion
 from ctsne.prior import make_prior, weights_from_sizes
 

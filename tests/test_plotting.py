@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from ctsne.interfaces.files import io
+from ctsne.interfaces.files import formats
 from ctsne.plotting import figures as plotting
+from ctsne.plotting import plot_scores
 
 pytest.importorskip("matplotlib")
 
@@ -118,10 +119,10 @@ def test_file_formats(tmp_path, data, ext, magic):
 
 def test_save_refuses_unknown_type_and_overwrite(tmp_path, data):
     ax = plotting.plot_embedding(data["Y"])
-    with pytest.raises(io.DataError, match=r"\.png, \.svg or \.pdf"):
+    with pytest.raises(formats.DataError, match=r"\.png, \.svg or \.pdf"):
         plotting.save_figure(ax.figure, tmp_path / "f.gif")
     plotting.save_figure(ax.figure, tmp_path / "f.png")
-    with pytest.raises(io.DataError, match="exists"):
+    with pytest.raises(formats.DataError, match="exists"):
         plotting.save_figure(ax.figure, tmp_path / "f.png")
     plotting.save_figure(ax.figure, tmp_path / "f.png", force=True)
 
@@ -130,7 +131,7 @@ def test_score_curves():
     ks = [10, 20, 30]
     scores = {"f14": {"t-SNE": [0.1, 0.2, 0.3], "ct-SNE": [0.7, 0.7, 0.8]},
               "f56": {"t-SNE": [0.5, 0.5, 0.6], "ct-SNE": [0.2, 0.3, 0.3]}}
-    fig = plotting.plot_scores(ks, scores, chance={"f14": 0.8, "f56": 0.75})
+    fig = plot_scores(ks, scores, chance={"f14": 0.8, "f56": 0.75})
     assert len(fig.axes) == 2
     assert [len(ax.lines) for ax in fig.axes] == [3, 3]  # two curves and the random level
     assert legend_texts(fig.axes[1]) == ["t-SNE", "ct-SNE", "random labels"]

@@ -1,6 +1,8 @@
 """Far lists shared from representatives, against dense distances computed here."""
 
 import numpy as np
+
+from ctsne.neighbors import by_class as ln
 from ctsne.neighbors.by_class import other_class_neighbors, own_class_neighbors
 from ctsne.neighbors.representatives import (
     REP_EVERY,
@@ -8,8 +10,6 @@ from ctsne.neighbors.representatives import (
     lists_from_representatives,
     representatives,
 )
-
-from ctsne.neighbors import by_class as ln
 
 
 def _shifted(rng, sizes=(900, 700, 400), dims=5, shift=12.0):

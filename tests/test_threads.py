@@ -54,9 +54,12 @@ def test_small_problems_stay_on_the_calling_thread():
     parallel, serial = _run(SMALL_RUN, NUMBA_NUM_THREADS="2")[-2:]
     assert parallel == ""
     # the kernels of a fit and of Barnes-Hut did run, in their serial variants
-    for name in ("ctsne.forces.attraction._attraction_planar", "ctsne.optimization.optimizer._step",
-                 "ctsne.forces.repulsion.exact._grouped_kernel_2d", "ctsne.affinities.standard._calibrate_kernel",
-                 "ctsne.forces.repulsion.barnes_hut._traverse", "ctsne.forces.gradient._fixed_part"):
+    for name in ("ctsne.forces.attraction._attraction_planar",
+                 "ctsne.optimization.optimizer._step",
+                 "ctsne.forces.repulsion.exact._grouped_kernel_2d",
+                 "ctsne.affinities.calibration._calibrate_kernel",
+                 "ctsne.forces.repulsion.barnes_hut._traverse",
+                 "ctsne.forces.gradient._fixed_part"):
         assert name in serial.split(","), serial
 
 

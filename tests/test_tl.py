@@ -124,7 +124,7 @@ def _dense_reference_P(graph, perplexity):
 
 
 def test_neighbor_graph_reuse_gives_the_calibrated_P(pbmc, monkeypatch):
-    from ctsne.estimator.tsne import ConditionalTSNE
+    from ctsne import ConditionalTSNE
 
     fitted = []
     real_fit = ConditionalTSNE.fit_transform

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ctsne.estimator.tsne import ConditionalTSNE
 from matplotlib.figure import Figure
 
+from ctsne import ConditionalTSNE
 from ctsne.datasets import make_scaled
 from ctsne.metrics import knn_label_homogeneity
-from ctsne.plotting.figures import plot_embedding, save_figure
+from ctsne.plotting import plot_embedding, save_figure
 
 n = int(os.environ.get("CTSNE_DOCS_N", 1_000_000))
 out = Path(os.environ.get("CTSNE_DOCS_OUT", "."))

@@ -12,7 +12,7 @@ import pandas as pd
 import scanpy as sc
 
 import ctsne
-from ctsne.plotting.figures import plot_comparison, save_figure
+from ctsne.plotting import plot_comparison, save_figure
 
 out = Path(os.environ.get("CTSNE_DOCS_OUT", "."))
 adata = sc.datasets.pbmc68k_reduced()

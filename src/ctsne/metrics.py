@@ -15,6 +15,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
+from .prior import encode_labels
+
 __all__ = [
     "CrossClassAgreement",
     "clisi",
@@ -53,6 +55,37 @@ def _knn_chunks(
             yield r, idx, np.take_along_axis(dist, order, axis=1)
         else:
             yield r, idx
+
+
+def label_codes(labels) -> tuple[np.ndarray, list]:
+    """Integer codes of a labelling, numbered in sorted order with a missing label last.
+
+    The one label encoding of the measures here, of :mod:`ctsne.plotting` and of
+    ``ctsne score``: :func:`ctsne.prior.encode_labels` (a missing label, None or NaN,
+    is a class of its own), renumbered. ``encode_labels`` numbers classes by first
+    appearance, which the estimator needs; here they are sorted (numbers before text),
+    so that colours and legends, and the order in which the scores add up the labels,
+    do not depend on the order of the rows.
+
+    Parameters
+    ----------
+    labels : array-like (n,)
+        Hashable values; numbers and text may be mixed.
+
+    Returns
+    -------
+    codes : ndarray of int64 (n,)
+        ``levels[codes[i]]`` is the label of point ``i``.
+    levels : list
+        The distinct labels in sorted order, then None if some label is missing.
+    """
+    codes, classes = encode_labels(labels, missing="class", name="labels")
+    present = [k for k, c in enumerate(classes) if c is not None]
+    order = sorted(present, key=lambda k: (isinstance(classes[k], str), classes[k]))
+    order += [k for k, c in enumerate(classes) if c is None]
+    rank = np.empty(len(classes), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], [classes[k] for k in order]
 
 
 def _check_Y_labels(Y, labels) -> tuple[np.ndarray, np.ndarray]:
@@ -146,9 +179,8 @@ def laplacian_score(
         raise ValueError("k must be an integer or a non-empty 1-D sequence of integers")
     ks = np.array([_check_k(kk, n) for kk in ks])
     kmax = int(ks.max())
-    _, codes = np.unique(labels, return_inverse=True)
-    codes = codes.ravel()
-    n_lab = int(codes.max()) + 1
+    codes, levels = label_codes(labels)
+    n_lab = len(levels)
     sizes = np.bincount(codes, minlength=n_lab)
 
     # Per neighbour rank c and label l: edges leaving l, edges entering l from another
@@ -233,12 +265,6 @@ def neighborhood_preservation(
 # How well an embedding mixes the classes of a prior that should be factored out, and
 # whether what it shows across classes is the structure they share.
 
-def _codes(labels: np.ndarray) -> tuple[np.ndarray, int]:
-    _, codes = np.unique(labels, return_inverse=True)
-    codes = codes.ravel()
-    return codes, int(codes.max()) + 1
-
-
 def lisi(Y: np.ndarray, labels, perplexity: float = 30.0) -> np.ndarray:
     r"""Local inverse Simpson index of a labelling at every point (Korsunsky et al. 2019).
 
@@ -268,7 +294,7 @@ def lisi(Y: np.ndarray, labels, perplexity: float = 30.0) -> np.ndarray:
     ndarray (n,): values in [1, number of labels]; 1 where a point's neighbourhood holds
     one label.
     """
-    from .affinities.standard import calibrate
+    from .affinities.calibration import calibrate
 
     Y, labels = _check_Y_labels(Y, labels)
     n = len(Y)
@@ -277,7 +303,8 @@ def lisi(Y: np.ndarray, labels, perplexity: float = 30.0) -> np.ndarray:
     if not np.isfinite(perplexity) or perplexity <= 0:
         raise ValueError(f"perplexity must be a positive number, got {perplexity}")
     k = int(min(n - 1, max(1, np.floor(3 * perplexity))))
-    codes, n_lab = _codes(labels)
+    codes, levels = label_codes(labels)
+    n_lab = len(levels)
     out = np.empty(n)
     for r, idx, dist in _knn_chunks(Y, k, distances=True):
         # calibrate's Gaussian acts on squared inputs, so √d gives the kernel exp(−β·d)
@@ -349,7 +376,7 @@ def _median_lisi(Y, labels, perplexity: float, normalize: bool, what: str,
     med = float(np.median(lisi(Y, labels, perplexity)))
     if not normalize:
         return med
-    n_lab = len(np.unique(np.asarray(labels)))
+    n_lab = len(label_codes(labels)[1])
     _one_label_check(n_lab, what)
     return (med - 1.0 if mixed_is_best else n_lab - med) / (n_lab - 1.0)
 
@@ -404,8 +431,8 @@ def cross_class_agreement(
     _, complement = _check_Y_labels(Y, complement)
     n = len(Y)
     k = _check_k(k, n)
-    pc, n_p = _codes(prior)
-    cc, n_c = _codes(complement)
+    (pc, p_levels), (cc, c_levels) = label_codes(prior), label_codes(complement)
+    n_p, n_c = len(p_levels), len(c_levels)
     # Points of complementary label l outside prior class c, for the random expectation.
     joint = np.bincount(pc * n_c + cc, minlength=n_p * n_c).reshape(n_p, n_c)
     outside = joint.sum(axis=0)[None, :] - joint

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Prior", "PriorTerm", "encode_labels", "make_prior", "weights_from_sizes"]
+__all__ = ["DEFAULT_BETA", "Prior", "PriorTerm", "encode_labels", "is_missing", "label_values",
+           "make_prior", "split_columns", "weight_terms", "weights_from_sizes"]
+
+# β' when neither β' nor α' is given: the ct-SNE paper's rule of thumb. Every default β'
+# (estimator, command line, explorer, exact objective) refers to this one, so that they
+# cannot drift apart.
+DEFAULT_BETA = 0.01
 
 
 @dataclass(frozen=True)
@@ -84,29 +90,62 @@ class Prior:
     def terms(self) -> list[PriorTerm]:
         """Expand ``Π_m (β'_m + (α'_m − β'_m)[same in m])`` into a sum of indicator terms.
 
-        Each subset T of the columns contributes ``Π_{m∉T} β'_m · Π_{m∈T} (α'_m − β'_m)``
-        times "same class in every column of T"; the empty subset is the all-points term.
-        Terms with a zero coefficient are dropped.
+        The terms of :func:`weight_terms`, each with the joint class codes of its columns
+        ("same class in every column of T"); the empty subset is the all-points term.
         """
-        m = len(self.codes)
         out: list[PriorTerm] = []
-        for size in range(m + 1):
-            for subset in itertools.combinations(range(m), size):
-                coef = 1.0
-                for k in range(m):
-                    coef *= (self.alphas[k] - self.betas[k]) if k in subset else self.betas[k]
-                if coef == 0.0:
-                    continue
-                if not subset:
-                    out.append(PriorTerm(coef, None, 1))
-                    continue
-                codes, n_groups = _joint_codes([self.codes[k] for k in subset])
-                out.append(PriorTerm(coef, codes, n_groups))
+        for coef, subset in weight_terms(self.alphas, self.betas):
+            if not subset:
+                out.append(PriorTerm(coef, None, 1))
+                continue
+            codes, n_groups = _joint_codes([self.codes[k] for k in subset])
+            out.append(PriorTerm(coef, codes, n_groups))
         return out
 
 
-def _is_missing(values: np.ndarray) -> np.ndarray:
-    """Missing-label mask for an object array: None, float NaN, pandas NA/NaT."""
+def weight_terms(alphas: Sequence[float],
+                 betas: Sequence[float]) -> list[tuple[float, tuple[int, ...]]]:
+    """Expand ``Π_m (β'_m + (α'_m − β'_m)[same class in m])`` into a sum over column subsets.
+
+    Each subset T of the columns contributes ``Π_{m∉T} β'_m · Π_{m∈T} (α'_m − β'_m)`` times
+    "same class in every column of T"; the empty subset is the all-points term.
+
+    Parameters
+    ----------
+    alphas, betas : sequence of float
+        α'_m and β'_m per prior column.
+
+    Returns
+    -------
+    list of (coef, subset)
+        The coefficient and the columns of each term, by subset size and then in
+        :func:`itertools.combinations` order; terms with a zero coefficient are dropped.
+    """
+    m = len(alphas)
+    out = []
+    for size in range(m + 1):
+        for subset in itertools.combinations(range(m), size):
+            coef = 1.0
+            for k in range(m):
+                coef *= (alphas[k] - betas[k]) if k in subset else betas[k]
+            if coef == 0.0:
+                continue
+            out.append((coef, subset))
+    return out
+
+
+def is_missing(values: np.ndarray) -> np.ndarray:
+    """Missing-label mask: None, float NaN, pandas NA and NaT count as missing.
+
+    Parameters
+    ----------
+    values : ndarray of object (n,)
+        Labels, compared one by one.
+
+    Returns
+    -------
+    ndarray of bool (n,)
+    """
     mask = np.zeros(len(values), dtype=bool)
     for k, v in enumerate(values):
         if v is None:
@@ -117,6 +156,27 @@ def _is_missing(values: np.ndarray) -> np.ndarray:
         except (TypeError, ValueError):
             mask[k] = True  # pd.NA raises on bool(): it is missing
     return mask
+
+
+def label_values(labels) -> np.ndarray:
+    """Labels as an object array, missing ones as None (the value of the missing class).
+
+    A :class:`Prior`'s ``classes`` hold the label of each code and None for the class of
+    missing labels (``missing="class"``), so these values can be looked up there.
+
+    Parameters
+    ----------
+    labels : array-like (n,)
+        One column of labels.
+
+    Returns
+    -------
+    ndarray of object (n,)
+    """
+    arr = np.empty(len(labels), dtype=object)
+    arr[:] = list(np.asarray(labels, dtype=object))
+    arr[is_missing(arr)] = None
+    return arr
 
 
 def encode_labels(
@@ -176,7 +236,7 @@ def encode_labels(
         return _finish_codes(codes.astype(np.int64), miss, uniq.astype(object), missing, name)
 
     obj = arr.astype(object)
-    miss = _is_missing(obj)
+    miss = is_missing(obj)
     lookup: dict = {}
     codes = np.zeros(len(obj), dtype=np.int64)
     for k, v in enumerate(obj):
@@ -223,8 +283,21 @@ def _joint_codes(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
     return codes.reshape(-1).astype(np.int64), len(uniq)
 
 
-def _split_columns(prior, n: int) -> list:
-    """Split the user's prior into a list of 1-D label columns."""
+def split_columns(prior, n: int) -> list:
+    """Split a user's prior into its label columns.
+
+    Parameters
+    ----------
+    prior : array-like (n,) or (n, m), list of m arrays, pandas DataFrame or Categorical
+        Class labels, one column per prior.
+    n : int
+        Number of points (the columns' lengths are checked by the caller).
+
+    Returns
+    -------
+    list
+        The 1-D label columns, each as given (a pandas column stays a Series).
+    """
     if hasattr(prior, "columns") and hasattr(prior, "iloc"):  # pandas DataFrame
         return [prior[c] for c in prior.columns]
     if isinstance(prior, (list, tuple)) and len(prior) > 0 and all(
@@ -285,7 +358,7 @@ def weights_from_sizes(
 def make_prior(
     prior,
     n: int,
-    beta: float | Sequence[float] | None = 0.01,
+    beta: float | Sequence[float] | None = DEFAULT_BETA,
     alpha: float | Sequence[float] | None = None,
     combine: str = "joint",
     missing: str = "class",
@@ -312,7 +385,7 @@ def make_prior(
         raise ValueError(f"combine must be 'joint' or 'product', got {combine!r}")
     if alpha is not None:
         beta = None
-    columns = _split_columns(prior, n)
+    columns = split_columns(prior, n)
     encoded = []
     for k, col in enumerate(columns):
         length = len(col)

@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from .prior import DEFAULT_BETA
+
 __all__ = ["ctsne", "DENSE_LIMIT_BYTES"]
 
 DENSE_LIMIT_BYTES = 2 << 30
@@ -131,8 +133,9 @@ def ctsne(
     use_rep : str, optional
         ``obsm`` key, or ``"X"``; default by scanpy's rule (module docstring).
     beta : float, optional
-        β', the weight of pairs in different prior classes; None is 0.01 unless
-        ``alpha=`` is among the estimator arguments.
+        β', the weight of pairs in different prior classes; None is
+        :data:`~ctsne.prior.DEFAULT_BETA` (0.01) unless ``alpha=`` is among the estimator
+        arguments.
     key_added : str, default "X_ctsne"
         Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
         ``sc.pl.embedding(adata, basis=key_added)`` or :func:`ctsne.pl.ctsne`).
@@ -172,7 +175,7 @@ def ctsne(
     labels = _prior(adata, prior)
     knn = graph = None
     if beta is None and estimator_kwargs.get("alpha") is None:
-        beta = 0.01  # recorded as used, not as None
+        beta = DEFAULT_BETA  # recorded as used, not as None
     model = ConditionalTSNE(beta=beta, **estimator_kwargs)
     asked = model.perplexity
     if neighbors_key is not None:

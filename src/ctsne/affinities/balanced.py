@@ -35,14 +35,14 @@ import scipy.sparse as sp
 
 from .._parallel import kernel
 from ..neighbors.by_class import other_class_neighbors, own_class_neighbors, pooled_other_neighbors
-from .standard import (
+from .calibration import (
     CALIBRATE_MAX_ITER,
     CALIBRATE_TOL,
     PARALLEL_FROM_ENTRIES,
     calibrate_row,
     n_neighbors_for,
-    symmetrize,
 )
+from .symmetry import symmetrize
 
 __all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",
            "block_perplexity", "default_within_weight"]
@@ -142,7 +142,7 @@ def _own_block(X, codes, perplexity, mode, within_weight, known, **search):
 
 def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
                         metric="euclidean", random_state=None, n_jobs=None,
-                        known=None) -> sp.csr_matrix:
+                        known=None, far_search="scan") -> sp.csr_matrix:
     """Label-balanced P: own-class and other-class neighbour blocks, calibrated apart.
 
     Parameters
@@ -158,6 +158,9 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
     known : tuple (idx, dist, mask), optional
         A standard kNN table already computed; see
         :func:`ctsne.neighbors.by_class.own_class_neighbors`.
+    far_search : {"scan", "tree"}
+        How the other-class searches answer their far queries; see
+        :class:`ctsne.neighbors.by_class.SearchIndex`.
 
     Returns
     -------
@@ -170,11 +173,13 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
     sizes = np.bincount(codes)
     L = len(sizes)
     if L - 1 > PER_CLASS_UP_TO:
-        o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx, **search)
+        o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
+                                               far_search=far_search, **search)
         return _finish([own_idx, o_idx], [own_dist, o_dist], [w_own, 1.0 - w_own],
                        perplexity, k)
     k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
-    o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx, **search)
+    o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx,
+                                          far_search=far_search, **search)
     # the other-class blocks share 1 − w_own in proportion to their class sizes
     block_class = np.arange(L - 1)[None, :] + (np.arange(L - 1)[None, :] >= codes[:, None])
     share = sizes[block_class] / (n - sizes[codes])[:, None]
@@ -185,7 +190,7 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
 
 def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
                        metric="euclidean", random_state=None, n_jobs=None,
-                       known=None) -> sp.csr_matrix:
+                       known=None, far_search="scan") -> sp.csr_matrix:
     """Revised ct-SNE's P (Heiter et al. 2023): within- and across-label blocks, α on the first.
 
     Parameters
@@ -193,11 +198,12 @@ def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto
     within_weight : float in (0, 1], optional
         α, the factor on the within-label affinities (default 1/2): each row is
         ``(α p^within + p^across) / (1 + α)``.
-    X, codes, perplexity, neighbors, metric, random_state, n_jobs, known
+    X, codes, perplexity, neighbors, metric, random_state, n_jobs, known, far_search
         As in :func:`balanced_affinities`.
     """
     codes, k, search, own_idx, own_dist, alpha = _own_block(
         X, codes, perplexity, "revised", within_weight, known,
         method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
-    o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx, **search)
+    o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
+                                           far_search=far_search, **search)
     return _finish([own_idx, o_idx], [own_dist, o_dist], [alpha, 1.0], perplexity, k)

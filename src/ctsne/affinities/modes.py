@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from ..checks import to_safe_scale
 from .balanced import balanced_affinities, revised_affinities
 from .mixing import PriorMixing, prior_mixing, table_mixing
-from .standard import calibrate, standard_neighbors, symmetrize
+from .standard import standard_conditional
 
 __all__ = ["AFFINITIES", "Affinities", "check_affinity_params", "input_affinities"]
 
@@ -77,7 +77,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         Joint prior classes 0..L−1; None (or a single class) gives the standard P.
     affinities : {"auto", "standard", "balanced", "revised"}
     within_weight : float or None
-        See :func:`ctsne.affinities.balanced.balanced_affinities` / :func:`~ctsne.affinities.balanced.revised_affinities`.
+        See :func:`ctsne.affinities.balanced.balanced_affinities` /
+        :func:`~ctsne.affinities.balanced.revised_affinities`.
     neighbors, metric, random_state, n_jobs, progress
         As in :func:`ctsne.neighbors.search.nearest_neighbors`.
     """
@@ -90,20 +91,19 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         P = build(X, classes, perplexity, within_weight, **search)
         return Affinities(P, affinities, prior_mixing(P, classes))
 
-    idx, dist = standard_neighbors(X, perplexity, progress=progress, **search)
-    if trivial:
-        return Affinities(symmetrize(idx, calibrate(dist, perplexity, out=dist)), "standard",
-                          None)
     auto = affinities == "auto"
-    # as joint_affinities (same P, bit for bit); "auto" keeps the distances for reuse
-    cond = calibrate(dist, perplexity, out=None if auto else dist)
-    mixing = table_mixing(idx, cond, classes)
+    # the standard P's table (joint_affinities' P, bit for bit); "auto" with a prior keeps
+    # the distances, for the balanced P to reuse the lists
+    table = standard_conditional(X, perplexity, progress=progress,
+                                 keep_distances=auto and not trivial, **search)
+    if trivial:
+        return Affinities(table.joint(), "standard", None)
+    mixing = table_mixing(table.idx, table.cond, classes)
     if not auto or not mixing.separates:
-        P = symmetrize(idx, cond)
-        return Affinities(P, "standard", mixing)
+        return Affinities(table.joint(), "standard", mixing)
     # rows whose standard list is all own-class need no new search
-    mask = np.all(classes[idx] == classes[:, None], axis=1)
-    del cond
-    P = balanced_affinities(X, classes, perplexity, within_weight, known=(idx, dist, mask),
-                            **search)
+    mask = np.all(classes[table.idx] == classes[:, None], axis=1)
+    known = (table.idx, table.dist, mask)
+    del table  # frees the conditional affinities before the balanced search
+    P = balanced_affinities(X, classes, perplexity, within_weight, known=known, **search)
     return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=mixing)

@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .standard import calibrate, symmetrize
+from .calibration import calibrate
+from .symmetry import symmetrize
 
 __all__ = ["check_knn", "effective_perplexity", "knn_affinities", "knn_from_graph"]
 
@@ -69,8 +70,9 @@ def knn_affinities(indices: np.ndarray, distances: np.ndarray,
     """Symmetric P summing to 1 from given neighbours; returns ``(P, perplexity used)``.
 
     The same calibration and symmetrisation as for searched neighbours
-    (:func:`ctsne.affinities.standard.calibrate`, :func:`ctsne.affinities.standard.symmetrize`). With fewer
-    than 3·perplexity neighbours the perplexity is lowered to k/3, with a warning.
+    (:func:`ctsne.affinities.calibration.calibrate`,
+    :func:`ctsne.affinities.symmetry.symmetrize`). With fewer than 3·perplexity
+    neighbours the perplexity is lowered to k/3, with a warning.
     ``indices`` and ``distances`` are modified in place.
     """
     k = indices.shape[1]

@@ -2,69 +2,45 @@
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 import sys
 import time
 import warnings
 
-import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.exceptions import NotFittedError
 
 from .._progress import progress_bar
-from ..affinities.modes import check_affinity_params, input_affinities
-from ..affinities.standard import n_neighbors_for
+from ..affinities.mixing import prior_mixing
+from ..affinities.modes import input_affinities
 from ..checks import check_spread
 from ..forces.gradient import ConditionalGradient
 from ..optimization.initialization import initial_embedding
-from ..optimization.optimizer import OptimizerState, auto_learning_rate, gradient_descent
-from ..prior import make_prior
+from ..optimization.optimizer import (
+    EARLY_MOMENTUM,
+    FINAL_MOMENTUM,
+    OptimizerState,
+    auto_learning_rate,
+    gradient_descent,
+)
+from ..prior import Prior, make_prior
+from .parameters import (
+    check_feature_names,
+    check_P,
+    check_params,
+    check_X,
+    resolved,
+    threads,
+    with_parameters,
+)
+
+try:  # scikit-learn ≥ 1.6
+    from sklearn.utils.validation import validate_data
+except ImportError:  # 1.3 to 1.5 keep the same bookkeeping as a BaseEstimator method
+    validate_data = None
 
 __all__ = ["ConditionalTSNE"]
-
-_METHODS = ("auto", "exact", "bh", "fft")
-_MAX_DIMS = {"bh": 3, "fft": 2}
-
-
-@contextlib.contextmanager
-def _threads(n_jobs: int | None):
-    """Limit numba's threads for the duration of a fit."""
-    if n_jobs is None or n_jobs == -1:
-        yield
-        return
-    old = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
-
-
-def _check_X(X) -> np.ndarray:
-    if hasattr(X, "toarray"):
-        raise TypeError("X is a sparse matrix; pass a dense array (X.toarray())")
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"X must be a numeric array of shape (n_samples, n_features): {exc}"
-        ) from None
-    if X.ndim != 2:
-        raise ValueError(
-            f"X must be 2-D (n_samples, n_features), got shape {X.shape}; "
-            + ("use X.reshape(-1, 1) for a single feature" if X.ndim == 1
-               else "flatten the features")
-        )
-    if not np.all(np.isfinite(X)):
-        bad = np.argwhere(~np.isfinite(X))
-        rows = ", ".join(str(r) for r in np.unique(bad[:, 0])[:10])
-        raise ValueError(
-            f"X has {len(bad)} NaN or infinite value(s) "
-            f"(rows {rows}{' …' if len(bad) > 10 else ''}); "
-            "impute or drop them first"
-        )
-    return X
 
 
 class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -73,72 +49,10 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     Pairs of points in the same prior class get weight α', pairs in different classes
     β' (paper Eq. 4 ties them: ``α'ρ + β'(1 − ρ) = 1``). With β' < 1 the embedding no
     longer needs to show the prior, so other structure appears; β' > 1 strengthens it;
-    ``prior=None`` (or β' = 1) is plain t-SNE.
+    ``prior=None`` (or β' = 1) is plain t-SNE. :meth:`fit_affinities` embeds from a
+    given P, :meth:`set_prior` gives a fitted model another prior on the same P.
 
-    Parameters
-    ----------
-    n_components : int, default 2
-        Output dimensions (Barnes-Hut up to 3, FFT up to 2, exact any).
-    perplexity : float, default 30
-        Effective number of neighbours; ``k = min(n − 1, 3·perplexity)`` neighbours are used.
-    beta : float, optional
-        β', the weight of pairs in different classes; None means 0.01 (the paper's rule
-        of thumb) unless ``alpha`` is given.
-    alpha : float, optional
-        α' instead of β' (give one of the two, not both).
-    combine : {"joint", "product"}, default "joint"
-        Several priors as joint classes (the paper's f₁₋₆) or as independent factors.
-    missing : {"class", "error"}, default "class"
-        A missing label (None, NaN, pandas NA) is a class of its own, or an error.
-    method : {"auto", "exact", "bh", "fft"}, default "auto"
-        Repulsion engine; "auto" chooses per class by size and output dimension, and
-        sends a term with a small share of the normaliser (the all-points term at small
-        β') to a coarse FFT grid within its error budget (see
-        :mod:`ctsne.forces.repulsion.conditional`).
-    theta : float, default 0.5
-        Barnes-Hut opening angle of the dominant terms; minor terms open wider for the
-        same absolute error.
-    early_exaggeration : float, default 12
-    early_exaggeration_iter : int, default 250
-    n_iter : int, default 500
-        Iterations after the early-exaggeration phase.
-    learning_rate : float or "auto", default "auto"
-        "auto" is ``max(n / (4·exaggeration), 50)`` per phase (factor-4 gradient).
-    init : {"pca", "random"} or ndarray (n, n_components), default "pca"
-        "pca" with a prior uses the principal axes of X with each class's mean removed,
-        so the start does not already show the prior.
-    neighbors : {"auto", "exact", "approx"}, default "auto"
-        "auto": exact search up to 10,000 points (200,000 with at most 15 features),
-        pynndescent above (see :mod:`ctsne.neighbors.search` for the measurements).
-    metric : str, default "euclidean"
-    affinities : {"auto", "standard", "balanced", "revised"}, default "auto"
-        How the input affinities P treat the prior (README, "Priors that separate the
-        data"). "standard": t-SNE's P. "balanced": each point's neighbours are drawn from
-        its own class and from the other classes separately, each list calibrated on its
-        own (:mod:`ctsne.affinities.balanced`), so that P connects classes the input space keeps
-        apart. "revised": Heiter et al.'s revised ct-SNE P, within- and across-label
-        lists with the within-label part scaled by α = ``within_weight``; with β' = 1
-        (``beta=1``) this is their method (plain t-SNE on the conditioned P), with the
-        default β' it combines P-side and Q-side conditioning. How α relates to β': at
-        the optimum a pair's embedding similarity follows p_ij / w_ij, so own-class
-        pairs weigh α relative to other pairs on the P side as they weigh β'/α' on the
-        Q side; the combination gives about α·β'/α'. "auto": the standard P, switched
-        to the balanced one when the prior separates the data (:mod:`ctsne.affinities.mixing`);
-        any other prior keeps exactly the standard P.
-    within_weight : float, optional
-        "balanced": the own-class share of each point's conditional affinities, in
-        (0, 1), default 0.85. "revised": α in (0, 1], default 0.5. Ignored otherwise.
-    max_step_norm : float or None, default 5
-        Cap on each point's step length per iteration.
-    random_state : int, Generator or None
-        Seeds the initialisation and the approximate neighbour search.
-    n_jobs : int or None
-        Threads for the numba kernels (None: all).
-    verbose : bool, default False
-        Progress on stderr for the affinities and the optimisation, with the KL: tqdm
-        bars on a terminal, a plain line every tenth (at most 50 iterations) otherwise.
-    callbacks : callable or list of callables (iteration, kl, embedding) -> stop?
-    callbacks_every_iters : int, default 50
+    Parameters: from ctsne.estimator.parameters.PARAMETERS.
 
     Attributes
     ----------
@@ -153,10 +67,12 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     P_ : csr_matrix (n, n)
         Input affinities, symmetric, summing to 1.
     affinities_ : str
-        The affinities actually built: "standard", "balanced" or "revised".
+        The affinities actually built: "standard", "balanced" or "revised" (or the
+        ``kind`` given to :meth:`fit_affinities`).
     prior_mixing_ : PriorMixing or None
         Share of ``P_``'s mass across prior classes against random labels
-        (:class:`ctsne.affinities.mixing.PriorMixing`, ``to_dict()`` for JSON); None without a prior.
+        (:class:`ctsne.affinities.mixing.PriorMixing`, ``to_dict()`` for JSON); None
+        without a prior.
         When "auto" switched, ``standard_mixing_`` holds the standard P's.
     n_iter_ : int
         Iterations run in total.
@@ -171,6 +87,13 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         The fitted X, kept for :meth:`transform` (the array itself when X was already a
         float64 array, else its float64 copy). It is pickled with the model; delete the
         attribute to save a smaller model that cannot place new points.
+    n_features_in_ : int
+        Number of features of X.
+    feature_names_in_ : ndarray of str
+        X's column names when X was a DataFrame with string column names, or as given to
+        :meth:`describe_input`; absent otherwise.
+    input_provenance_ : dict
+        What :meth:`describe_input` recorded about the training data.
     """
 
     def __init__(
@@ -224,55 +147,24 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self.callbacks_every_iters = callbacks_every_iters
 
     # ------------------------------------------------------------------ validation
-    def _check_params(self, n: int) -> None:
-        def positive_int(name, allow_zero=False):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < (0 if allow_zero else 1):
-                raise ValueError(f"{name} must be an integer ≥ {0 if allow_zero else 1}, got {v!r}")
+    def _check_params(self, n: int, builds_affinities: bool = True) -> None:
+        check_params(self.get_params(deep=False), n, builds_affinities=builds_affinities)
 
-        positive_int("n_components")
-        positive_int("n_iter", allow_zero=True)
-        positive_int("early_exaggeration_iter", allow_zero=True)
-        positive_int("callbacks_every_iters")
-        if self.method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
-        limit = _MAX_DIMS.get(self.method)
-        if limit is not None and self.n_components > limit:
-            raise ValueError(
-                f"method={self.method!r} supports up to {limit} output dimensions, got "
-                f"n_components={self.n_components}; use method='exact' or fewer components"
-            )
-        if not isinstance(self.perplexity, numbers.Real) or not self.perplexity > 0:
-            raise ValueError(f"perplexity must be a positive number, got {self.perplexity!r}")
-        if n < 3:
-            raise ValueError(f"t-SNE needs at least 3 points, X has {n}")
-        k = n_neighbors_for(self.perplexity, n)
-        if self.perplexity >= k:
-            raise ValueError(
-                f"perplexity={self.perplexity} is too large for {n} points: it must be below "
-                f"n − 1 = {n - 1} (the neighbours available); "
-                f"use perplexity ≤ {max(1, (n - 2) // 3)} "
-                "or more points"
-            )
-        if not isinstance(self.theta, numbers.Real) or not np.isfinite(self.theta) \
-                or self.theta < 0:
-            raise ValueError(f"theta must be a finite number ≥ 0, got {self.theta!r}")
-        v = self.early_exaggeration
-        if not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
-            raise ValueError(f"early_exaggeration must be a finite number > 0 (1 means none, "
-                             f"12 is usual), got {v!r}")
-        if not (self.learning_rate == "auto" or (
-                isinstance(self.learning_rate, numbers.Real) and self.learning_rate > 0)):
-            raise ValueError(f"learning_rate must be 'auto' or a positive number, got "
-                             f"{self.learning_rate!r}")
-        if self.neighbors not in ("auto", "exact", "approx"):
-            raise ValueError(
-                f"neighbors must be 'auto', 'exact' or 'approx', got {self.neighbors!r}"
-            )
-        check_affinity_params(self.affinities, self.within_weight)
-        if self.beta is not None and self.alpha is not None:
-            raise ValueError(f"give beta or alpha, not both (got beta={self.beta!r}, "
-                             f"alpha={self.alpha!r}): the other follows from the class sizes")
+    def _record_feature_names(self, X, *, reset: bool) -> None:
+        """scikit-learn's ``feature_names_in_`` bookkeeping for X as the caller gave it."""
+        if validate_data is None:
+            super()._check_feature_names(X, reset=reset)
+        else:
+            # names only: check_X converts and counts X, with its own messages
+            validate_data(self, X, skip_check_array=True, ensure_2d=False, reset=reset)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # the second positional argument is the prior, which is optional, not a target
+        tags.target_tags.required = False
+        # deterministic given random_state, so the invariance checks apply
+        tags.non_deterministic = False
+        return tags
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, prior=None, *, knn=None) -> ConditionalTSNE:
@@ -286,6 +178,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         Parameters
         ----------
         X : array-like (n_samples, n_features)
+            A DataFrame's column names become ``feature_names_in_``.
         prior : labels (n,), labels (n, m), list of label arrays, DataFrame, or None
             The known structure to factor out; any hashable values. ``None`` is t-SNE.
             (Second positional argument, so the estimator works in a Pipeline.)
@@ -296,7 +189,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             searching. With k < 3·perplexity the perplexity is lowered to k/3, with a
             warning; ``perplexity_`` holds the value used.
         """
-        X = _check_X(X)
+        self._record_feature_names(X, reset=True)
+        X = check_X(X)
         n = X.shape[0]
         self._check_params(n)
         check_spread(X)
@@ -304,9 +198,12 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             from ..affinities.precomputed import check_knn
 
             knn = check_knn(knn, n)
-        classes, Y0 = self._start(X, prior)
+        self.__dict__.pop("input_provenance_", None)  # it described the previous data
+        classes = self._encode_prior(prior, n)
+        self._set_input(X)
+        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state, classes)
 
-        with _threads(self.n_jobs):
+        with threads(self.n_jobs):
             t0 = time.perf_counter()
             by = classes
             if by is None and self.prior_ is not None and self.affinities != "auto":
@@ -322,29 +219,156 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                                      "precomputed knn (use affinities='auto' or 'standard')")
                 self.P_, self.perplexity_ = knn_affinities(*knn, self.perplexity)
                 self._record_mixing(self.P_, by)
-            self.training_data_ = X
             self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
             self._optimize_from(Y0)
         return self.embedding_
 
-    def _start(self, X: np.ndarray, prior) -> tuple[np.ndarray | None, np.ndarray]:
-        """Encode the prior and set the fitted weights; the joint classes and the start."""
-        beta = 0.01 if self.beta is None and self.alpha is None else self.beta
-        self.prior_ = make_prior(prior, X.shape[0], beta=beta, alpha=self.alpha,
-                                 combine=self.combine, missing=self.missing)
-        classes = None
-        if self.prior_ is not None and not self.prior_.is_trivial:
-            classes = self.prior_.joint_codes()
+    def fit_affinities(self, P, prior=None, *, init=None, X=None,
+                       kind: str = "precomputed") -> ConditionalTSNE:
+        """Embed from given input affinities: a fit without the neighbour search.
+
+        The optimisation is that of :meth:`fit` (both phases, this estimator's
+        parameters); only P is not built. One P serves several priors this way, e.g.
+        another model's ``P_`` (:meth:`tsne_counterpart`, the explorer).
+
+        Parameters
+        ----------
+        P : sparse matrix or ndarray (n, n)
+            Input affinities: finite, non-negative, symmetric, zero diagonal, summing to
+            1 (ValueError otherwise). A CSR float64 matrix is kept as ``P_`` itself, not
+            copied.
+        prior : labels, None or Prior, optional
+            As for :meth:`fit_transform`; an encoded :class:`~ctsne.prior.Prior` is used
+            as is, with its own α'/β' (``beta`` and ``alpha`` are then not applied).
+        init : {"pca", "random"} or ndarray (n, n_components), optional
+            Where to start; default the estimator's ``init``. "pca" needs ``X``.
+        X : array-like (n, n_features), optional
+            The data P was computed from: for the "pca" start, and kept (as by
+            :meth:`fit`) for :meth:`transform`. Without it the model cannot place new
+            points.
+        kind : str, default "precomputed"
+            Recorded as ``affinities_``: what P is, e.g. "standard" for t-SNE's P built
+            elsewhere.
+
+        Returns
+        -------
+        ConditionalTSNE
+            self, fitted: ``embedding_``, ``P_``, ``prior_``, ``alpha_``, ``beta_``, ….
+            Attributes of an earlier fit are removed first; ``perplexity_`` is not set.
+        """
+        P = check_P(P)
+        n = P.shape[0]
+        self._check_params(n, builds_affinities=False)
+        if not isinstance(kind, str):
+            raise TypeError(f"kind must be a string, got {kind!r}")
+        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
+            delattr(self, name)  # an earlier fit's attributes would describe other data
+        if X is not None:
+            self._record_feature_names(X, reset=True)
+            X = check_X(X)
+            if X.shape[0] != n:
+                raise ValueError(f"X has {X.shape[0]} rows but P is {n} × {n}: give the data "
+                                 "P was computed from")
+            self._set_input(X)
+        self._n_features_out = self.n_components
+        classes = self._encode_prior(prior, n)
+        start = self.init if init is None else init
+        if isinstance(start, str) and start == "pca" and X is None:
+            raise ValueError("init='pca' starts from the principal axes of X: pass X (the "
+                             "data P was computed from), an init array or init='random'")
+        # without X only the number of points matters ("random" or an array)
+        Y0 = initial_embedding(np.empty((n, 0)) if X is None else X, self.n_components,
+                               start, self.random_state, classes)
+        self.P_, self.affinities_, self.standard_mixing_ = P, kind, None
+        self.prior_mixing_ = None if classes is None else prior_mixing(P, classes)
+        self.timings_ = {"affinities": 0.0, "optimization": 0.0}
+        with threads(self.n_jobs):
+            self._optimize_from(Y0)
+        return self
+
+    def set_prior(self, prior) -> ConditionalTSNE:
+        """Give a fitted model another prior, keeping P and the embedding.
+
+        :meth:`optimize` then continues under the new prior (momentum and gains carry
+        over); use :meth:`fit_affinities` with ``P_`` instead for a fresh start. The
+        estimator's ``beta``, ``alpha``, ``combine`` and ``missing`` apply (change them
+        with ``set_params`` first).
+
+        Parameters
+        ----------
+        prior : labels, None or Prior
+            As for :meth:`fit_affinities`; one label per fitted point. None: plain t-SNE.
+
+        Returns
+        -------
+        ConditionalTSNE
+            self, with ``prior_``, ``alpha_``, ``beta_``, ``prior_mixing_`` and
+            ``kl_divergence_`` (of the current embedding) for the new prior.
+        """
+        if not hasattr(self, "embedding_"):
+            raise NotFittedError("set_prior() changes a fitted model's prior; call fit() or "
+                                 "fit_affinities() first")
+        n = self.P_.shape[0]
+        self._check_params(n, builds_affinities=False)
+        classes = self._encode_prior(prior, n)
+        self.prior_mixing_ = None if classes is None else prior_mixing(self.P_, classes)
+        with threads(self.n_jobs):
+            self.kl_divergence_ = self.kl_divergence()
+        return self
+
+    def describe_input(self, feature_names=None, **provenance) -> ConditionalTSNE:
+        """Record what the training data was, to keep with a saved model.
+
+        For callers that prepare X themselves (the command line reads a table, encodes
+        and scales its columns): the columns' names and what is needed later to check or
+        rebuild such input. A new fit removes the record.
+
+        Parameters
+        ----------
+        feature_names : sequence of str, optional
+            One name per column of X, stored as ``feature_names_in_`` (as scikit-learn
+            does for a DataFrame); None keeps the current names, if any.
+        **provenance
+            Stored as the dict ``input_provenance_``, replacing an earlier one: e.g. a
+            hash of X, the source file, whether the features were standardised.
+
+        Returns
+        -------
+        ConditionalTSNE
+            self.
+        """
+        if not hasattr(self, "n_features_in_"):
+            raise NotFittedError("describe_input() describes the data of a fitted model; "
+                                 "call fit() first")
+        if feature_names is not None:
+            self.feature_names_in_ = check_feature_names(feature_names, self.n_features_in_)
+        self.input_provenance_ = dict(provenance)
+        return self
+
+    def _set_input(self, X: np.ndarray) -> None:
         self.n_features_in_ = X.shape[1]
         self._n_features_out = self.n_components
+        self.training_data_ = X
+
+    def _encode_prior(self, prior, n: int) -> np.ndarray | None:
+        """Set ``prior_``, ``alpha_`` and ``beta_`` (only here); the joint classes, or None
+        when there is no prior or it does not split the points."""
+        if isinstance(prior, Prior):
+            if prior.n != n:
+                raise ValueError(f"the prior encodes {prior.n} points, the model has {n}")
+            self.prior_ = prior
+        else:
+            self.prior_ = make_prior(prior, n, beta=resolved(self.get_params(deep=False),
+                                                              "beta"),
+                                     alpha=self.alpha, combine=self.combine,
+                                     missing=self.missing)
         if self.prior_ is None:
             self.alpha_ = self.beta_ = 1.0
-        else:
-            a, b = self.prior_.alphas, self.prior_.betas
-            self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
-            self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
-        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state, classes)
-        return classes, Y0
+            return None
+        a, b = self.prior_.alphas, self.prior_.betas
+        self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
+        self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
+        return None if self.prior_.is_trivial else self.prior_.joint_codes()
 
     def _optimize_from(self, Y0: np.ndarray) -> None:
         """Both phases (early exaggeration, then the plain objective) from ``Y0``.
@@ -356,9 +380,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self._state = OptimizerState.fresh(Y0.shape)
         self.n_iter_ = 0
         self.interrupted_ = self._stopped = False
-        self._run(self.early_exaggeration_iter, self.early_exaggeration, 0.5)
+        self._run(self.early_exaggeration_iter, self.early_exaggeration, EARLY_MOMENTUM)
         if not (self.interrupted_ or self._stopped):
-            self._run(self.n_iter, 1.0, 0.8)
+            self._run(self.n_iter, 1.0, FINAL_MOMENTUM)
 
     def tsne_counterpart(self) -> ConditionalTSNE:
         """Plain t-SNE of the same data, for comparison: same P, same start, same schedule.
@@ -375,15 +399,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             raise RuntimeError("tsne_counterpart() needs a model fitted by this version of "
                                "ctsne; call fit() first")
         plain = clone(self).set_params(callbacks=None)
-        plain.prior_ = None
-        plain.alpha_ = plain.beta_ = 1.0
-        plain.n_features_in_ = self.n_features_in_
-        plain._n_features_out = self._n_features_out
-        plain.P_ = self.P_
-        plain.timings_ = {"affinities": 0.0, "optimization": 0.0}
-        with _threads(plain.n_jobs):
-            plain._optimize_from(self.initial_embedding_.copy())
-        return plain
+        return plain.fit_affinities(self.P_, None, init=self.initial_embedding_,
+                                    X=getattr(self, "training_data_", None),
+                                    kind=getattr(self, "affinities_", "standard"))
 
     def _affinities(self, X: np.ndarray, classes: np.ndarray | None):
         t0 = time.perf_counter()
@@ -478,7 +496,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 "partial; call optimize() to continue", UserWarning, stacklevel=3)
         self.kl_divergence_ = float(grad.kl(self.embedding_))
 
-    def optimize(self, n_iter: int = 250, exaggeration: float = 1.0, momentum: float = 0.8,
+    def optimize(self, n_iter: int = 250, exaggeration: float = 1.0,
+                 momentum: float = FINAL_MOMENTUM,
                  learning_rate: float | str | None = None) -> ConditionalTSNE:
         """Continue optimising a fitted embedding (momentum and gains carry over).
 
@@ -498,7 +517,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         if not isinstance(exaggeration, numbers.Real) or not np.isfinite(exaggeration) \
                 or exaggeration <= 0:
             raise ValueError(f"exaggeration must be a finite number > 0, got {exaggeration!r}")
-        with _threads(self.n_jobs):
+        with threads(self.n_jobs):
             self._run(int(n_iter), float(exaggeration), float(momentum), learning_rate)
         return self
 
@@ -534,8 +553,6 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         -------
         ndarray (m, n_components)
         """
-        from sklearn.exceptions import NotFittedError
-
         from .placement import place_points
 
         if not hasattr(self, "embedding_"):
@@ -544,12 +561,23 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         if not hasattr(self, "training_data_"):
             raise NotFittedError("this model no longer holds its training data "
                                  "(training_data_), which transform() needs; refit it")
-        X_new = _check_X(X_new)
-        if X_new.shape[1] != self.n_features_in_:
-            raise ValueError(f"X_new has {X_new.shape[1]} features but the model was fitted "
-                             f"on {self.n_features_in_}; give the same features, in the same "
-                             "order")
-        with _threads(self.n_jobs):
+        if hasattr(X_new, "columns"):
+            # names are compared only when X_new has them: a model whose names came from
+            # describe_input (the command line's) gets arrays already aligned by name
+            self._record_feature_names(X_new, reset=False)
+        X_new = check_X(X_new)
+        m, p = X_new.shape[1], self.n_features_in_
+        if m != p:
+            # scikit-learn's wording first (its checks look for it), then ours
+            raise ValueError(f"X has {m} features, but ConditionalTSNE is expecting {p} "
+                             f"features as input: X_new has {m} features but the model was "
+                             f"fitted on {p}; give the same features, in the same order")
+        with threads(self.n_jobs):
             return place_points(self.training_data_, self.embedding_, X_new, self.prior_,
                                 prior_new, perplexity=perplexity, n_iter=n_iter, theta=theta,
                                 metric=self.metric, n_jobs=self.n_jobs)
+
+
+# The Parameters section is built from the parameter table, the one place of each
+# parameter's default, documentation and admissible values.
+ConditionalTSNE.__doc__ = with_parameters(ConditionalTSNE.__doc__)

@@ -2,7 +2,8 @@
 
 - :mod:`~ctsne.forces.attraction`: attraction over P's non-zeros.
 - :mod:`~ctsne.forces.repulsion`: repulsion engines (exact, Barnes-Hut, FFT) and the ct-SNE
-  decomposition over classes (:mod:`~ctsne.forces.repulsion.conditional`).
+  decomposition over classes (:mod:`~ctsne.forces.repulsion.conditional`); the repulsion
+  on new points from a fixed map (:mod:`~ctsne.forces.repulsion.reference`).
 - :mod:`~ctsne.forces.gradient`: the two composed, as the optimiser calls them.
 - :mod:`~ctsne.forces.objective`: the exact objective and gradient in plain numpy.
 """

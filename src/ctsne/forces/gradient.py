@@ -15,8 +15,12 @@ from .repulsion import ConditionalRepulsion
 
 __all__ = ["ConditionalGradient"]
 
+# Non-zeros of P from which the KL's fixed part runs on the thread pool: as for the
+# attraction (attraction.PARALLEL_FROM_NNZ), whose pass costs no more per non-zero.
+PARALLEL_FROM_NNZ = 40_000
 
-@kernel(40_000)  # non-zeros of P, as for the attraction
+
+@kernel(PARALLEL_FROM_NNZ)
 def _fixed_part(indptr, indices, data, codes, alphas, betas):
     """``Σ p log p − Σ p log w`` over the non-zeros of P (``codes``: (m, n) class codes)."""
     n = indptr.shape[0] - 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..prior import Prior, make_prior
+from ..prior import DEFAULT_BETA, Prior, make_prior
 
 __all__ = ["ObjectiveTerms", "exact_objective", "exact_objective_terms"]
 
@@ -81,7 +81,7 @@ def exact_objective_terms(
     P,
     Y: np.ndarray,
     prior=None,
-    beta: float | None = 0.01,
+    beta: float | None = DEFAULT_BETA,
     alpha: float | None = None,
     combine: str = "joint",
     block_size: int | None = None,
@@ -169,7 +169,7 @@ def exact_objective(
     P,
     Y: np.ndarray,
     prior=None,
-    beta: float | None = 0.01,
+    beta: float | None = DEFAULT_BETA,
     alpha: float | None = None,
     combine: str = "joint",
     block_size: int | None = None,

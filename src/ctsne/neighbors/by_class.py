@@ -13,15 +13,16 @@ Three searches, each at most about one full kNN search in cost:
   nearest. 2⌈log₂ L⌉ indices over n/2 points each, not L searches.
 
 Exact search (scikit-learn) or pynndescent as chosen by
-:func:`ctsne.neighbors.search.nearest_neighbors` for an index of that size. Where that is a
+:func:`ctsne.neighbors.search.is_exact_search` for an index of that size. Where that is a
 Euclidean tree search, the other-class queries (per class and per bit), which lie far
 from the points they search and get little pruning from a tree, scan the class instead
 (:mod:`ctsne.neighbors.brute`: the same neighbours and distances; one class of 10,000
-points queried by 40,000: 0.4–0.9 s instead of 1.9 s). The scan grows as (class size) ×
-(queries), so above :data:`SCAN_MAX_PAIRS` (and for classes too large for exact search)
-far queries in at most ``TREE_DIMS`` features go to a k-d tree searched with a relative
-tolerance :data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``: every distance returned is
-within a factor 1 + eps of the true k-th nearest). Measured on one class of 40,000
+points queried by 40,000: 0.4–0.9 s instead of 1.9 s). ``far_search="tree"`` keeps the
+tree for them, to compare. The scan grows as (class size) × (queries), so above
+:data:`SCAN_MAX_PAIRS` (and for classes too large for exact search) far queries in at
+most ``TREE_DIMS`` features go to a k-d tree searched with a relative tolerance
+:data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``: every distance returned is within a
+factor 1 + eps of the true k-th nearest). Measured on one class of 40,000
 points queried by 40,000 (10-D, k = 23): scan 1.52 s, exact tree 1.79 s, eps = 0.5
 0.60 s with recall 0.956 and the k-th distance at most 8 % above the exact one (median
 0 %). Above :data:`REPS_FROM_PAIRS` pairs, given the own-class lists, Euclidean far and
@@ -39,12 +40,11 @@ import numpy as np
 from .._parallel import kernel
 from .brute import brute_knn
 from .representatives import lists_from_representatives, representatives
-from .search import APPROX_ABOVE, TREE_DIMS, TREE_MAX_N, nearest_neighbors
+from .search import QUERY_CHUNK, TREE_DIMS, drop_self, is_exact_search, nearest_neighbors
 
-__all__ = ["SearchIndex", "other_class_neighbors", "own_class_neighbors",
+__all__ = ["FAR_SEARCHES", "SearchIndex", "other_class_neighbors", "own_class_neighbors",
            "pooled_other_neighbors"]
 
-_CHUNK = 20_000
 # Classes up to this size find their own-class lists by brute force in one call each:
 # hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of times.
 BRUTE_UP_TO = 2_000
@@ -55,9 +55,10 @@ EXTRA_UP_TO = 2
 # A class searched approximately still reuses the standard lists (see _reuse) when at
 # most this share of its rows lists points of other classes.
 REUSE_REST_UP_TO = 0.25
-# Far queries of an exact Euclidean search scan the indexed points (False: a tree, as
-# before; benchmarks/bench_balanced.py --compare-trees times both).
-SCAN_FAR = True
+# How far queries are answered (the ``far_search`` parameter): "scan" the indexed points
+# (exact Euclidean searches; the tolerant tree beyond SCAN_MAX_PAIRS), or the "tree" that
+# near queries use, as before the scan (benchmarks/bench_balanced.py --compare-trees).
+FAR_SEARCHES = ("scan", "tree")
 # Far queries whose scan would visit more (indexed point, query) pairs than this use the
 # tolerant k-d tree instead (exact up to that size).
 SCAN_MAX_PAIRS = 4e8
@@ -66,14 +67,15 @@ SCAN_MAX_PAIRS = 4e8
 REPS_FROM_PAIRS = 1e8
 # The relative tolerance of that tree search (see the module docstring for its recall).
 FAR_EPS = 0.5
+# Merged list entries (askers × k) from which a bit's merge runs on the thread pool: the
+# unit and threshold of the passes over (n, k) neighbour tables in ctsne.affinities, whose
+# work per entry (a few comparisons and copies) is comparable.
+PARALLEL_FROM_ENTRIES = 20_000
 
 
-def _exact_for(n: int, p: int, method: str) -> bool:
-    if method == "auto":
-        return n <= APPROX_ABOVE or (p <= TREE_DIMS and n <= TREE_MAX_N)
-    if method not in ("exact", "approx"):
-        raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")
-    return method == "exact"
+def _check_far_search(far_search: str) -> None:
+    if far_search not in FAR_SEARCHES:
+        raise ValueError(f"far_search must be 'scan' or 'tree', got {far_search!r}")
 
 
 class SearchIndex:
@@ -87,22 +89,28 @@ class SearchIndex:
     method, metric, random_state, n_jobs
         As in :func:`ctsne.neighbors.search.nearest_neighbors`.
     far : bool
-        The queries lie far from the indexed points: an exact Euclidean search in at most
-        ``TREE_DIMS`` features scans them all instead of building a tree.
+        The queries lie far from the indexed points: with ``far_search="scan"``, an exact
+        Euclidean search in at most ``TREE_DIMS`` features scans them all instead of
+        building a tree.
+    far_search : {"scan", "tree"}
+        How far queries are answered (:data:`FAR_SEARCHES`): "tree" treats them as near
+        ones (scikit-learn's tree, or pynndescent where the search is approximate).
     """
 
     def __init__(self, X, rows, method="auto", metric="euclidean", random_state=None,
-                 n_jobs=None, far=False):
+                 n_jobs=None, far=False, far_search="scan"):
+        _check_far_search(far_search)
         self.rows = np.asarray(rows)
-        self.exact = _exact_for(len(self.rows), X.shape[1], method)
+        self.exact = is_exact_search(len(self.rows), X.shape[1], method)
         data = X[self.rows]
         jobs = -1 if n_jobs is None else n_jobs
         # with more features scikit-learn itself searches by brute force, in BLAS
         low_dim = metric == "euclidean" and X.shape[1] <= TREE_DIMS
-        scan = far and SCAN_FAR and self.exact and low_dim
+        scan_far = far and far_search == "scan"
+        scan = scan_far and self.exact and low_dim
         self._scan = data if scan else None
         # far queries too many to scan, or into a class too large for exact search
-        self._tolerant = far and SCAN_FAR and low_dim
+        self._tolerant = scan_far and low_dim
         self._kd = None
         self._jobs = jobs
         if self._tolerant and not self.exact:
@@ -136,8 +144,8 @@ class SearchIndex:
             d, i = self._kd.query(Q, k=k, eps=FAR_EPS, workers=self._jobs)
             i, d = np.asarray(i).reshape(len(Q), k), np.asarray(d).reshape(len(Q), k)
             return self.rows[i], d
-        for start in range(0, len(Q), _CHUNK):
-            stop = min(len(Q), start + _CHUNK)
+        for start in range(0, len(Q), QUERY_CHUNK):
+            stop = min(len(Q), start + QUERY_CHUNK)
             if self._scan is not None:
                 i, d = brute_knn(self._scan, Q[start:stop], k)
             elif self.exact:
@@ -193,7 +201,7 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
             index = SearchIndex(X, rows, "exact", metric, random_state, n_jobs)
             # k + 1: the point itself is among its own class's points
             i, d = index.query(X[todo], kc + 1)
-            i, d = _drop_self(i, d, todo)
+            i, d = drop_self(i, d, todo)
             idx[todo, :kc], dist[todo, :kc] = i, d
             continue
         if len(rows) <= BRUTE_UP_TO:
@@ -213,7 +221,7 @@ def _reuse(listed: np.ndarray, p: int, metric: str, method: str) -> bool:
     most :data:`REUSE_REST_UP_TO` of the class: a tree query of a quarter of the class
     costs less than building pynndescent's graph over all of it.
     """
-    if _exact_for(len(listed), p, method):
+    if is_exact_search(len(listed), p, method):
         return True
     low_dim = metric == "euclidean" and p <= TREE_DIMS
     return low_dim and (~listed).mean() <= REUSE_REST_UP_TO
@@ -232,15 +240,6 @@ def _brute_within(Xc, k, metric):
     return i, np.take_along_axis(D, i, axis=1)
 
 
-def _drop_self(idx, dist, rows):
-    """Remove each row's own point from a (m, k + 1) answer (else its farthest entry)."""
-    is_self = idx == rows[:, None]
-    is_self[~is_self.any(axis=1), -1] = True
-    keep = ~is_self
-    m = len(rows)
-    return idx[keep].reshape(m, -1), dist[keep].reshape(m, -1)
-
-
 def _representatives(codes, own_idx, metric):
     """The representatives mask where far searches may use it (Euclidean, own lists given)."""
     return None if own_idx is None or metric != "euclidean" else representatives(codes, own_idx)
@@ -256,7 +255,7 @@ def _search(index, X, queries, k, own_idx, rep):
 
 
 def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
-                          random_state=None, n_jobs=None, own_idx=None):
+                          random_state=None, n_jobs=None, own_idx=None, far_search="scan"):
     """For every other class m, each point's ``k_other`` nearest points of class m.
 
     Parameters
@@ -265,6 +264,8 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
         Each point's own-class list (nearest first). Given, Euclidean searches over more
         than :data:`REPS_FROM_PAIRS` pairs (and all that take the tolerant k-d tree) ask
         for the representatives only and share their lists (:mod:`ctsne.neighbors.representatives`).
+    far_search : {"scan", "tree"}
+        How the far queries are answered (:class:`SearchIndex`).
 
     Returns
     -------
@@ -282,7 +283,8 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
         others = np.flatnonzero(codes != m)
         if km < 1 or len(others) == 0:
             continue
-        index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
+        index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True,
+                            far_search=far_search)
         i, d = _search(index, X, others, km, own_idx, rep)
         # the block of class m is m − 1 for rows of a smaller class, m for a larger one
         block = np.where(codes[others] < m, m - 1, m)
@@ -297,7 +299,7 @@ def class_bits(L: int) -> int:
     return max(1, int(np.ceil(np.log2(L))))
 
 
-@kernel(20_000)
+@kernel(PARALLEL_FROM_ENTRIES)
 def _merge_into(idx, dist, rows, new_idx, new_dist, codes, b):
     """Merge each row's sorted list from bit ``b``'s search into ``rows``' sorted lists,
     keeping the k nearest distinct points.
@@ -345,12 +347,13 @@ def _merge_into(idx, dist, rows, new_idx, new_dist, codes, b):
 
 
 def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
-                           random_state=None, n_jobs=None, own_idx=None):
+                           random_state=None, n_jobs=None, own_idx=None, far_search="scan"):
     """Each point's ``k`` nearest points among all other classes, by ⌈log₂ L⌉ bit splits.
 
     ``own_idx`` as in :func:`other_class_neighbors`: large bit searches then ask
     representatives only (a point's own class shares its bits, so its own-class
-    neighbours ask the same index).
+    neighbours ask the same index). ``far_search`` as in :func:`other_class_neighbors`,
+    for the bit searches.
 
     Returns
     -------
@@ -379,7 +382,8 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
             if kb < 1 or len(askers) == 0:
                 continue
             # the askers' classes are all outside the index: far queries, as above
-            index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True)
+            index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True,
+                                far_search=far_search)
             i, d = _search(index, X, askers, kb, own_idx, rep)
             _merge_into(idx, dist, askers, np.ascontiguousarray(i, dtype=np.int64),
                         np.ascontiguousarray(d, dtype=np.float64), codes64, b,

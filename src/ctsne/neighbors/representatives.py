@@ -26,6 +26,10 @@ __all__ = ["REP_EVERY", "REPS_PER_POINT", "representatives", "lists_from_represe
 
 REP_EVERY = 4
 REPS_PER_POINT = 4
+# Candidate distances (points × REPS_PER_POINT × k) from which the candidates' pass runs on
+# the thread pool: each costs about what an entry of the passes over (n, k) neighbour
+# tables in ctsne.affinities does, whose threshold this is.
+PARALLEL_FROM_CANDIDATES = 20_000
 
 
 def representatives(codes: np.ndarray, own_idx: np.ndarray) -> np.ndarray:
@@ -44,7 +48,7 @@ def representatives(codes: np.ndarray, own_idx: np.ndarray) -> np.ndarray:
     return rep | (listed.sum(axis=1) < REPS_PER_POINT)
 
 
-@kernel(20_000)
+@kernel(PARALLEL_FROM_CANDIDATES)
 def _from_reps(X, queries, own_idx, slot, rep_idx, k, out_idx, out_dist):
     nq = queries.shape[0]
     kr = rep_idx.shape[1]

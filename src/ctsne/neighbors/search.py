@@ -6,8 +6,10 @@ import warnings
 
 import numpy as np
 
-__all__ = ["nearest_neighbors", "APPROX_ABOVE", "TREE_DIMS", "TREE_MAX_N"]
+__all__ = ["nearest_neighbors", "drop_self", "is_exact_search", "check_search_method",
+           "SEARCH_METHODS", "APPROX_ABOVE", "TREE_DIMS", "TREE_MAX_N", "QUERY_CHUNK"]
 
+SEARCH_METHODS = ("auto", "exact", "approx")
 # With neighbors="auto": exact search up to APPROX_ABOVE points, and for data with at most
 # TREE_DIMS features up to TREE_MAX_N points, where scikit-learn's trees beat pynndescent.
 # Measured (k = 90, 2 cores; pynndescent times include its per-process compilation):
@@ -19,21 +21,61 @@ __all__ = ["nearest_neighbors", "APPROX_ABOVE", "TREE_DIMS", "TREE_MAX_N"]
 APPROX_ABOVE = 10_000
 TREE_DIMS = 15
 TREE_MAX_N = 200_000
+# Queries per search call: answers are filled chunk by chunk, since a single call's
+# (n, k + 1) int64 answer and the library's temporaries would take GBs at 10⁶ points.
+QUERY_CHUNK = 20_000
 
 
-def _drop_self(idx: np.ndarray, dist: np.ndarray, k: int,
-               first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def check_search_method(method: str) -> None:
+    """Raise ValueError unless ``method`` is one of :data:`SEARCH_METHODS`."""
+    if method not in SEARCH_METHODS:
+        raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")
+
+
+def is_exact_search(n: int, p: int, method: str = "auto") -> bool:
+    """Whether a search over ``n`` points in ``p`` features is exact (else pynndescent).
+
+    Parameters
+    ----------
+    n, p : int
+        Points searched and their number of features.
+    method : {"auto", "exact", "approx"}
+        "auto" is exact up to :data:`APPROX_ABOVE` points, and up to :data:`TREE_MAX_N`
+        for data with at most :data:`TREE_DIMS` features (measured above).
+
+    Returns
+    -------
+    bool
+    """
+    check_search_method(method)
+    if method == "auto":
+        return n <= APPROX_ABOVE or (p <= TREE_DIMS and n <= TREE_MAX_N)
+    return method == "exact"
+
+
+def drop_self(idx: np.ndarray, dist: np.ndarray, rows: np.ndarray,
+              k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Remove each point from its own list (it need not come first when points repeat).
 
-    Rows are points ``first, first + 1, …``; rows that do not list themselves lose their
-    farthest neighbour instead.
+    Parameters
+    ----------
+    idx, dist : ndarray (m, k + 1)
+        Each row's answer, nearest first.
+    rows : ndarray of int (m,)
+        The point each row belongs to; a row that does not list it loses its farthest
+        entry instead.
+    k : int, optional
+        Keep the first ``k`` remaining entries (default all).
+
+    Returns
+    -------
+    idx, dist : ndarray (m, k)
     """
-    n = idx.shape[0]
-    is_self = idx == np.arange(first, first + n)[:, None]
-    no_self = ~is_self.any(axis=1)
-    is_self[no_self, -1] = True
+    m = idx.shape[0]
+    is_self = idx == rows[:, None]
+    is_self[~is_self.any(axis=1), -1] = True
     keep = ~is_self
-    return idx[keep].reshape(n, -1)[:, :k], dist[keep].reshape(n, -1)[:, :k]
+    return idx[keep].reshape(m, -1)[:, :k], dist[keep].reshape(m, -1)[:, :k]
 
 
 def nearest_neighbors(
@@ -53,8 +95,9 @@ def nearest_neighbors(
     k : int
         Neighbours per point, ``k ≤ n − 1``.
     method : {"auto", "exact", "approx"}
-        "approx" uses pynndescent; "auto" is exact up to ``APPROX_ABOVE`` points, and up
-        to ``TREE_MAX_N`` for data with at most ``TREE_DIMS`` features; approximate above.
+        "approx" uses pynndescent; "auto" chooses by :func:`is_exact_search` (exact up to
+        ``APPROX_ABOVE`` points, and up to ``TREE_MAX_N`` for data with at most
+        ``TREE_DIMS`` features; approximate above).
     metric : str
         Any metric both backends know ("euclidean", "cosine", "manhattan", …).
     progress : callable(done, total), optional
@@ -67,46 +110,40 @@ def nearest_neighbors(
     """
     n = X.shape[0]
     itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
-    if method == "auto":
-        small = n <= APPROX_ABOVE or (X.shape[1] <= TREE_DIMS and n <= TREE_MAX_N)
-        method = "exact" if small else "approx"
-    if method == "exact":
+    if is_exact_search(n, X.shape[1], method):
         from sklearn.neighbors import NearestNeighbors
 
         nn = NearestNeighbors(n_neighbors=k + 1, metric=metric,
                               n_jobs=-1 if n_jobs is None else n_jobs).fit(X)
-        chunk = max(1, min(n, 20_000))
-        # filled chunk by chunk, already without self: the (n, k + 1) int64 answer of a
-        # single query would be several GB at 10⁶ points
+        chunk = max(1, min(n, QUERY_CHUNK))
+        # filled chunk by chunk (see QUERY_CHUNK), already without self
         idx = np.empty((n, k), dtype=itype)
         dist = np.empty((n, k))
         for start in range(0, n, chunk):
             stop = min(n, start + chunk)
             d, i = nn.kneighbors(X[start:stop])
-            idx[start:stop], dist[start:stop] = _drop_self(i, d, k, first=start)
+            idx[start:stop], dist[start:stop] = drop_self(i, d, np.arange(start, stop), k)
             if progress is not None:
                 progress(stop, n)
         return idx, dist
-    if method == "approx":
-        from pynndescent import NNDescent
+    from pynndescent import NNDescent
 
-        index = NNDescent(
-            X,
-            n_neighbors=k + 1,
-            metric=metric,
-            random_state=random_state,
-            n_jobs=-1 if n_jobs is None else n_jobs,
-            low_memory=True,
-        )
-        idx, dist = index.neighbor_graph
-        if np.any(idx < 0):
-            # NN-descent can leave slots empty (−1), e.g. for many identical points
-            warnings.warn("approximate neighbour search left some neighbour slots empty; "
-                          "using exact search instead", RuntimeWarning, stacklevel=2)
-            return nearest_neighbors(X, k, "exact", metric, random_state, n_jobs, progress)
-        if progress is not None:
-            progress(n, n)
-        idx, dist = _drop_self(idx, dist, k)
-        return (np.ascontiguousarray(idx, dtype=itype),
-                np.ascontiguousarray(dist, dtype=np.float64))
-    raise ValueError(f"neighbors must be 'auto', 'exact' or 'approx', got {method!r}")
+    index = NNDescent(
+        X,
+        n_neighbors=k + 1,
+        metric=metric,
+        random_state=random_state,
+        n_jobs=-1 if n_jobs is None else n_jobs,
+        low_memory=True,
+    )
+    idx, dist = index.neighbor_graph
+    if np.any(idx < 0):
+        # NN-descent can leave slots empty (−1), e.g. for many identical points
+        warnings.warn("approximate neighbour search left some neighbour slots empty; "
+                      "using exact search instead", RuntimeWarning, stacklevel=2)
+        return nearest_neighbors(X, k, "exact", metric, random_state, n_jobs, progress)
+    if progress is not None:
+        progress(n, n)
+    idx, dist = drop_self(idx, dist, np.arange(n), k)
+    return (np.ascontiguousarray(idx, dtype=itype),
+            np.ascontiguousarray(dist, dtype=np.float64))

@@ -18,10 +18,23 @@ import numpy as np
 
 from .._parallel import kernel
 
-__all__ = ["OptimizerState", "auto_learning_rate", "gradient_descent"]
+__all__ = ["EARLY_MOMENTUM", "FINAL_MOMENTUM", "GAIN_GROWTH", "GAIN_DECAY", "MIN_GAIN",
+           "OptimizerState", "auto_learning_rate", "gradient_descent"]
 
 GradientFn = Callable[[np.ndarray, float, bool], tuple[np.ndarray, float | None]]
 Callback = Callable[[int, float, np.ndarray], object]
+
+# Momentum of the early-exaggeration phase and of the rest of the run: t-SNE's schedule
+# (van der Maaten & Hinton 2008, as scikit-learn): a smaller one while the exaggerated
+# attraction rearranges the map, the larger one to converge faster after.
+EARLY_MOMENTUM = 0.5
+FINAL_MOMENTUM = 0.8
+# Per-coordinate gains (Jacobs' delta-bar-delta rule, with t-SNE's and scikit-learn's
+# values): grow additively where the gradient turned against the last step, shrink
+# geometrically where it did not, never below MIN_GAIN so that no coordinate freezes.
+GAIN_GROWTH = 0.2
+GAIN_DECAY = 0.8
+MIN_GAIN = 0.01
 
 
 def auto_learning_rate(n: int, exaggeration: float) -> float:
@@ -102,9 +115,9 @@ def _step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_no
             for k in range(d):
                 # grow the gain where the gradient turned against the last step, else shrink
                 if update[i, k] * grad[i, k] < 0.0:
-                    g = gains[i, k] + 0.2
+                    g = gains[i, k] + GAIN_GROWTH
                 else:
-                    g = gains[i, k] * 0.8
+                    g = gains[i, k] * GAIN_DECAY
                 g = max(g, min_gain)
                 gains[i, k] = g
                 u = momentum * update[i, k] - learning_rate * g * grad[i, k]
@@ -132,7 +145,7 @@ def gradient_descent(
     exaggeration: float,
     state: OptimizerState,
     max_step_norm: float | None = 5.0,
-    min_gain: float = 0.01,
+    min_gain: float = MIN_GAIN,
     callbacks: Sequence[Callback] = (),
     callbacks_every_iters: int = 50,
     progress=None,

@@ -1,7 +1,8 @@
 """Figures of embeddings: colour and marker by labels, side-by-side panels, selections.
 
 The public functions are re-exported here (``ctsne.plotting.plot_embedding``); they live in
-:mod:`~ctsne.plotting.figures`.
+:mod:`~ctsne.plotting.figures` (drawing embeddings) and :mod:`~ctsne.plotting.scores`
+(how much a label shows).
 """
 
 from .figures import (
@@ -9,10 +10,9 @@ from .figures import (
     plot_comparison,
     plot_embedding,
     plot_embeddings,
-    plot_scores,
-    prior_scores,
     save_figure,
 )
+from .scores import plot_scores, prior_scores
 
 __all__ = ["label_colors", "plot_comparison", "plot_embedding", "plot_embeddings",
            "plot_scores", "prior_scores", "save_figure"]

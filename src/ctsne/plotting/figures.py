@@ -3,7 +3,8 @@
 matplotlib is imported inside the functions, so ``import ctsne.plotting`` is cheap.
 Figures are made without pyplot (so no display is needed) unless the caller has
 imported pyplot already, in which case they are pyplot figures that ``plt.show()``
-displays.
+displays (:func:`~ctsne.plotting.canvas.new_figure`). Score curves and the scores of
+priors are in :mod:`~ctsne.plotting.scores`.
 
 Large embeddings stay readable: above ``RASTERIZE_ABOVE`` points the markers shrink and
 are rasterized (vector files stay small); above ``DENSITY_ABOVE`` points, or with
@@ -14,12 +15,15 @@ with their (log) count.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .._output import DataError, atomic_path, listing
+from .canvas import FIGURE_FORMATS, check_embedding, new_figure
+from .scores import prior_scores
 
 __all__ = [
     "DENSITY_ABOVE",
@@ -27,17 +31,14 @@ __all__ = [
     "FIGURE_FORMATS",
     "label_colors",
     "marker_levels",
-    "prior_scores",
     "plot_comparison",
     "plot_embedding",
     "plot_embeddings",
-    "plot_scores",
     "save_figure",
 ]
 
 RASTERIZE_ABOVE = 10_000
 DENSITY_ABOVE = 200_000
-FIGURE_FORMATS = ("png", "svg", "pdf")
 MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*", "<", ">")
 HIGHLIGHT_COLORS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple")
 MAX_LEGEND = 30
@@ -45,23 +46,12 @@ MAX_LEGEND = 30
 MAX_CATEGORIES = 20
 
 
-def _new_figure(figsize: tuple[float, float]):
-    if "matplotlib.pyplot" in sys.modules:
-        import matplotlib.pyplot as plt
+def _label_codes(values) -> tuple[np.ndarray, list]:
+    """:func:`ctsne.metrics.label_codes` (sorted levels, a missing label last as None),
+    imported when first drawn: ``ctsne.metrics`` loads scikit-learn."""
+    from ..metrics import label_codes
 
-        return plt.figure(figsize=figsize)
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=figsize)
-
-
-def _levels(values: np.ndarray) -> list:
-    """Distinct labels in sorted order; a missing label (None/NaN) comes last as None."""
-    present = [v for v in values if v is not None and v == v]
-    levels: list = sorted(set(present), key=lambda v: (isinstance(v, str), v))
-    if len(present) < len(values):
-        levels.append(None)
-    return levels
+    return label_codes(values)
 
 
 def _text(level) -> str:
@@ -70,13 +60,6 @@ def _text(level) -> str:
     if isinstance(level, float) and level.is_integer():
         return str(int(level))  # labels read from a CSV come back as 0.0, 1.0, …
     return str(level)
-
-
-def _codes(values: np.ndarray, levels: list) -> np.ndarray:
-    index = {lv: k for k, lv in enumerate(levels) if lv is not None}
-    missing = len(levels) - 1
-    return np.array([index.get(v, missing) if v is not None and v == v else missing
-                     for v in values], dtype=np.int64)
 
 
 def label_colors(levels: Sequence) -> dict:
@@ -99,6 +82,12 @@ def label_colors(levels: Sequence) -> dict:
     return out
 
 
+def _plain(values: np.ndarray):
+    """Numbers as Python numbers (NaN stays a float, read as missing), other labels as
+    objects, so that labels compare as the user wrote them."""
+    return values.tolist() if values.dtype.kind in "iuf" else values.astype(object)
+
+
 class _ColorSpec:
     """How labels map to colours, shared by every panel of a figure."""
 
@@ -116,7 +105,7 @@ class _ColorSpec:
             finite = values[np.isfinite(values)]
             self.vmin, self.vmax = float(finite.min()), float(finite.max())
             return
-        self.levels = _levels(values.astype(object) if not numeric else values.tolist())
+        self.levels = _label_codes(_plain(values))[1]
         self.colors = label_colors(self.levels)
 
     def rgba(self, values, n: int) -> np.ndarray:
@@ -130,9 +119,9 @@ class _ColorSpec:
             out = colormaps["viridis"]((values - self.vmin) / span)
             out[~np.isfinite(values)] = (0.6, 0.6, 0.6, 1.0)
             return out
+        # the same values as in __init__ (every panel shares them), so the same levels
         table = np.array([self.colors[lv] for lv in self.levels])
-        return table[_codes(values.tolist() if values.dtype.kind in "iuf" else values,
-                            self.levels)]
+        return table[_label_codes(_plain(values))[0]]
 
     def handles(self) -> list:
         from matplotlib.lines import Line2D
@@ -153,7 +142,7 @@ def marker_levels(values, name: str = "the marker label") -> list:
     Raises ValueError when there are more values than marker shapes (``len(MARKERS)``),
     so that a caller can check a label before any long work.
     """
-    levels = _levels(np.asarray(values).tolist())
+    levels = _label_codes(np.asarray(values).tolist())[1]
     if len(levels) > len(MARKERS):
         raise ValueError(f"{name} has {len(levels)} values; markers are told apart for at "
                          f"most {len(MARKERS)}: use colour for this label")
@@ -178,13 +167,6 @@ def _highlights(highlight, n: int) -> dict[str, np.ndarray]:
     return out
 
 
-def _check_Y(Y) -> np.ndarray:
-    Y = np.asarray(Y, dtype=np.float64)
-    if Y.ndim != 2 or Y.shape[1] < 2:
-        raise ValueError(f"an embedding to plot must have shape (n, 2), got {Y.shape}")
-    return Y[:, :2]
-
-
 def _draw(ax, Y, color, cspec: _ColorSpec, marker, mlevels, highlights, point_size,
           density, random_state) -> None:
     n = len(Y)
@@ -203,8 +185,9 @@ def _draw(ax, Y, color, cspec: _ColorSpec, marker, mlevels, highlights, point_si
     else:
         # random drawing order, so that no label hides another by being drawn last
         order = np.random.default_rng(random_state).permutation(n)
-        mcodes = np.zeros(n, dtype=np.int64) if marker is None else _codes(
-            np.asarray(marker).tolist(), mlevels)
+        # marker_levels(marker) gave mlevels: the same encoding, so the same order
+        mcodes = np.zeros(n, dtype=np.int64) if marker is None else _label_codes(
+            np.asarray(marker).tolist())[0]
         for m in range(max(1, len(mlevels))):
             idx = order[mcodes[order] == m]
             ax.scatter(Y[idx, 0], Y[idx, 1], c=rgba[idx], s=size, marker=MARKERS[m],
@@ -296,9 +279,9 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
     -------
     The matplotlib Axes.
     """
-    Y = _check_Y(Y)
+    Y = check_embedding(Y)
     if ax is None:
-        ax = _new_figure((6.5, 5.0)).add_subplot()
+        ax = new_figure((6.5, 5.0)).add_subplot()
     cspec = _ColorSpec(color, color_name if color is not None else None)
     mlevels = marker_levels(marker) if marker is not None else []
     highlights = _highlights(highlight, len(Y))
@@ -335,13 +318,13 @@ def plot_embeddings(embeddings: Mapping[str, np.ndarray] | Sequence[np.ndarray],
         embeddings = {f"embedding {k + 1}": Y for k, Y in enumerate(embeddings)}
     if not embeddings:
         raise ValueError("no embeddings to plot")
-    Ys = {str(k): _check_Y(v) for k, v in embeddings.items()}
+    Ys = {str(k): check_embedding(v) for k, v in embeddings.items()}
     n = {len(Y) for Y in Ys.values()}
     if len(n) != 1:
         raise ValueError(f"the embeddings have different numbers of points: {sorted(n)}")
     ncols = ncols or min(len(Ys), 4)
     nrows = -(-len(Ys) // ncols)
-    fig = _new_figure((panel_size * ncols + 1.8, panel_size * nrows))
+    fig = new_figure((panel_size * ncols + 1.8, panel_size * nrows))
     cspec = _ColorSpec(color, color_name if color is not None else None)
     mlevels = marker_levels(marker) if marker is not None else []
     highlights = _highlights(highlight, n.pop())
@@ -356,32 +339,15 @@ def plot_embeddings(embeddings: Mapping[str, np.ndarray] | Sequence[np.ndarray],
     return fig
 
 
-def prior_scores(Y: np.ndarray, priors: Mapping[str, Any], k: int = 30) -> dict[str, float]:
-    """Laplacian score (:func:`ctsne.metrics.laplacian_score`) of each prior label in ``Y``.
-
-    Low means the label is visible (neighbours share it). ``k`` is capped at ``n - 1``;
-    a missing label (None/NaN) counts as one value.
-    """
-    from ..metrics import laplacian_score
-
-    Y = _check_Y(Y)
-    k = min(int(k), len(Y) - 1)
-    out = {}
-    for name, values in priors.items():
-        values = np.asarray(values)
-        plain = values.tolist() if values.dtype.kind in "iufb" else values
-        out[str(name)] = float(laplacian_score(Y, _codes(plain, _levels(plain)), k=k))
-    return out
-
-
 def plot_comparison(tsne: np.ndarray, ctsne: np.ndarray, priors: Mapping[str, Any],
                     color=None, marker=None, *, k: int = 30, tsne_title: str = "t-SNE",
                     **kwargs):
     """t-SNE beside ct-SNE of the same points, scored by how much each prior still shows.
 
     Both panels share the colours and markers; each title gives the Laplacian score of
-    every prior (:func:`prior_scores`), so the reader sees what was factored out: the
-    prior's score should rise towards its random level in the ct-SNE panel.
+    every prior (:func:`~ctsne.plotting.scores.prior_scores`), so the reader sees what was
+    factored out: the prior's score should rise towards its random level in the ct-SNE
+    panel.
 
     Parameters
     ----------
@@ -409,7 +375,7 @@ def plot_comparison(tsne: np.ndarray, ctsne: np.ndarray, priors: Mapping[str, An
     panels = {}
     for title, Y in ((tsne_title, tsne), (f"ct-SNE (prior {names})", ctsne)):
         scores = prior_scores(Y, priors, k)
-        kk = min(int(k), len(_check_Y(Y)) - 1)
+        kk = min(int(k), len(check_embedding(Y)) - 1)
         items = [f"{p} {v:.3f}" for p, v in scores.items()]
         # two priors per line keep the titles of neighbouring panels apart
         lines = [", ".join(items[i:i + 2]) for i in range(0, len(items), 2)]
@@ -420,50 +386,12 @@ def plot_comparison(tsne: np.ndarray, ctsne: np.ndarray, priors: Mapping[str, An
     return fig
 
 
-def plot_scores(ks: Sequence[int], scores: Mapping[str, Mapping[str, Sequence[float]]],
-                chance: Mapping[str, float] | None = None, panel_size: float = 4.0):
-    """Laplacian score curves: one panel per label, one line per embedding (paper Fig. 2).
-
-    Parameters
-    ----------
-    ks : sequence of int
-        Neighbourhood sizes (x axis).
-    scores : dict label -> dict embedding -> scores aligned with ``ks``
-    chance : dict label -> float, optional
-        The score of a label placed at random, drawn as a dashed line.
-
-    Returns
-    -------
-    The matplotlib Figure.
-    """
-    from matplotlib import colormaps
-
-    fig = _new_figure((panel_size * len(scores) + 0.5, panel_size * 0.85))
-    names = list(dict.fromkeys(e for per in scores.values() for e in per))
-    colors = {e: colormaps["tab10"](k % 10) for k, e in enumerate(names)}
-    axes = [fig.add_subplot(1, len(scores), k + 1) for k in range(len(scores))]
-    for ax, (label, per) in zip(axes, scores.items(), strict=True):
-        for emb, vals in per.items():
-            ax.plot(ks, vals, marker="o", ms=3, color=colors[emb], label=emb)
-        if chance is not None and label in chance:
-            ax.axhline(chance[label], ls="--", color="0.5", lw=1, label="random labels")
-        ax.set_title(f"label: {label}")
-        ax.set_xlabel("k (neighbours)")
-        ax.set_ylim(bottom=0)
-    axes[0].set_ylabel("Laplacian score (low = label visible)")
-    axes[-1].legend(fontsize="small", frameon=False)
-    fig.tight_layout()
-    return fig
-
-
 def save_figure(fig: Any, path: str | os.PathLike, force: bool = False, dpi: int = 150) -> Path:
     """Write ``fig`` as PNG, SVG or PDF (by extension) atomically; returns the path."""
-    from ..interfaces.files.io import DataError, atomic_path
-
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in FIGURE_FORMATS:
-        raise DataError(f"{path}: figures are written as .png, .svg or .pdf")
+        raise DataError(f"{path}: figures are written as {listing(FIGURE_FORMATS)}")
     with atomic_path(path, force) as tmp:
         fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
     return path

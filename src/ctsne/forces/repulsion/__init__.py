@@ -6,6 +6,8 @@ Every engine answers the same question for a point set G (rows of ``Y``):
 
 and returns ``(F, Z)``. :mod:`ctsne.forces.repulsion.conditional` turns any of them into the
 ct-SNE repulsion without the engines knowing about labels.
+:mod:`ctsne.forces.repulsion.reference` answers another question, the repulsion on new
+points from a fixed reference map (``ConditionalTSNE.transform``).
 """
 
 from .conditional import ConditionalRepulsion

@@ -13,13 +13,13 @@ import math
 import numba
 import numpy as np
 
+# Only explicit prange loops run in parallel (numba would otherwise turn each np.zeros or
+# .sum() into a parallel region of its own, each waking the pool even on the serial path);
+# numba consumes the dict it is given, so each kernel gets a copy.
+from ..._parallel import PRANGE_ONLY
+
 # Points are visited tile by tile (TILE × TILE nodes) when the 2-D grid outgrows the cache.
 TILE = 16
-# Only explicit prange loops run in parallel: numba would otherwise turn each np.zeros or
-# .sum() into a parallel region of its own, each waking the pool even on the serial path.
-# (numba consumes the dict it is given: each kernel gets a copy.)
-PRANGE_ONLY = dict(comprehension=False, reduction=False, inplace_binop=False, setitem=False,
-                   numpy=False, stencil=False, fusion=False, prange=True)
 
 
 @numba.njit(inline="always")

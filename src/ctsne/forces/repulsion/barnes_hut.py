@@ -53,6 +53,11 @@ _LEVELS = {1: 40, 2: 31, 3: 21}
 _LEAF_SIZE = 32
 # Points sharing one tree walk.
 _GROUP = 128
+# Starting capacity of a group's far-cell and near-point lists (grown by _grow when full).
+_LIST_START = 256
+# Runs of the bounding-box pass: tasks for a few threads. Minima and maxima do not depend
+# on how the points are split, so the box is the same for any number of runs.
+_BOX_RUNS = 8
 # Row layout of the per-node summary table: centre (3), count, moments xx yy zz xy xz yz,
 # trace. Output dimensions below 3 are padded with zeros, which add nothing to any sum.
 _NF = 11
@@ -78,15 +83,14 @@ _FAST = {"reassoc", "contract", "arcp", "nsz"}
 def _bounding_box(Y):
     """Per-axis minimum and maximum; NaN if any value is not finite."""
     n, d = Y.shape
-    chunks = 8
-    lo = np.empty((chunks, d))
-    hi = np.empty((chunks, d))
-    bad = np.zeros(chunks, dtype=np.bool_)
-    for c in numba.prange(chunks):
+    lo = np.empty((_BOX_RUNS, d))
+    hi = np.empty((_BOX_RUNS, d))
+    bad = np.zeros(_BOX_RUNS, dtype=np.bool_)
+    for c in numba.prange(_BOX_RUNS):
         for k in range(d):
             lo[c, k] = np.inf
             hi[c, k] = -np.inf
-        for i in range(c * n // chunks, (c + 1) * n // chunks):
+        for i in range(c * n // _BOX_RUNS, (c + 1) * n // _BOX_RUNS):
             for k in range(d):
                 v = Y[i, k]
                 if not np.isfinite(v):
@@ -330,8 +334,8 @@ def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, singl
         for k in range(3):
             bmin[k] = min(bmin[k], Y3[j, k])
             bmax[k] = max(bmax[k], Y3[j, k])
-    cells = np.empty((_NF, 256))
-    near = np.empty((3, 256))
+    cells = np.empty((_NF, _LIST_START))
+    near = np.empty((3, _LIST_START))
     # int64 from the start: a literal 0 would also compile Literal[int](0) variants of the
     # sweeps while the counters' type is being inferred
     nc = np.int64(0)

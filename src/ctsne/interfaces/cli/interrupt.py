@@ -41,9 +41,9 @@ class CtrlC:
     def abort(self) -> None:
         import os
 
-        from ..files import io
+        from ..files.writing import remove_unfinished
 
-        io.remove_unfinished()  # the files being written and those this command wrote
+        remove_unfinished()  # the files being written and those this command wrote
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
         os.write(2, b"\nctsne: interrupted; no partial files were left\n")

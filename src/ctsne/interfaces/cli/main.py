@@ -17,7 +17,9 @@ Exit codes: 0 success; 2 a usage or data error (one line on stderr, nothing writ
 written, marked partial, and the command exits with 130.
 
 Only argparse is imported at start-up, so ``ctsne --help`` is quick; the library loads
-when a command runs.
+when a command runs (or when a command's help states the library's defaults). Options
+that the library has a default for are None unless the user sets them: only the options
+set are passed on, so each default is written in the library alone (:mod:`.defaults`).
 """
 
 from __future__ import annotations
@@ -28,15 +30,33 @@ import warnings
 
 __all__ = ["build_parser", "main"]
 
-DATA_OUT = ("csv", "tsv", "parquet", "npy", "npz", "h5ad")
-FIGURES = ("png", "svg", "pdf")
+
+class _LibraryDefaults(dict):
+    """Help-text field -> the library's default, looked up on first use."""
+
+    def __missing__(self, key: str):
+        from .defaults import help_value
+
+        self[key] = value = help_value(key)
+        return value
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors that point at --help."""
+    """argparse with one-line errors that point at --help, and help texts that state
+    the library's defaults."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def format_help(self) -> str:
+        # A help text names a default as a field ("{perplexity:g}"), filled from the
+        # library only when the help is shown: running a command imports no more than
+        # argparse, and the value is written in the library alone.
+        defaults = _LibraryDefaults()
+        for action in self._actions:
+            if action.help and "{" in action.help:
+                action.help = action.help.format_map(defaults)
+        return super().format_help()
 
 
 def _threads(p: argparse.ArgumentParser) -> None:
@@ -93,19 +113,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="label column to factor out (repeat for several)")
     p.add_argument("--combine", choices=("joint", "product"),
                    help="several priors as joint classes or independent factors "
-                   "(default joint)")
+                   "(default {combine})")
     w = p.add_mutually_exclusive_group()
     w.add_argument("--beta", type=float, help="β': weight of pairs in different prior "
-                   "classes (default 0.01; > 1 strengthens the prior)")
+                   "classes (default {beta:g}; > 1 strengthens the prior)")
     w.add_argument("--alpha", type=float, help="α': weight of pairs in the same class")
     p.add_argument("--affinities", choices=("auto", "standard", "balanced", "revised"),
-                   default="auto", help="input affinities: 'balanced' draws each point's "
+                   help="input affinities: 'balanced' draws each point's "
                    "neighbours from its own and the other prior classes separately, "
                    "'revised' is revised ct-SNE; 'auto' (default) switches to balanced when "
                    "the prior separates the data")
     p.add_argument("--within-weight", type=float, metavar="W", help="balanced: own-class "
-                   "share of each point's affinities (default 0.85); revised: α, the factor "
-                   "on within-class affinities (default 0.5)")
+                   "share of each point's affinities (default {within_balanced:g}); revised: α, "
+                   "the factor on within-class affinities (default {within_revised:g})")
     p.add_argument("--include-prior", action="store_true",
                    help="keep the prior columns among the features")
     p.add_argument("--meta", metavar="FILE", help="table of extra label columns with the "
@@ -115,15 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--standardize", action="store_true", help="scale features to zero mean, "
                    "unit variance (constant columns are dropped)")
     p.add_argument("--perplexity", type=float, help="effective number of neighbours each "
-                   "point keeps (default 30; 5-50 is usual, below the number of points)")
-    p.add_argument("--dims", type=int, help="output dimensions (default 2)")
+                   "point keeps (default {perplexity:g}; 5-50 is usual, below the number of "
+                   "points)")
+    p.add_argument("--dims", type=int, help="output dimensions (default {n_components})")
     p.add_argument("--method", choices=("auto", "exact", "bh", "fft"),
                    help="repulsion engine: exact O(n²), Barnes-Hut, FFT interpolation, or "
                    "auto: chosen by size (default)")
-    p.add_argument("--n-iter", type=int, default=500, help="iterations after early "
+    p.add_argument("--n-iter", type=int, help="iterations after early "
                    "exaggeration (with --resume: further iterations)")
     p.add_argument("--exaggeration-iter", type=int, metavar="N", help="iterations of early "
-                   "exaggeration, which forms the clusters first (default 250)")
+                   "exaggeration, which forms the clusters first (default "
+                   "{early_exaggeration_iter})")
     p.add_argument("--seed", type=int, help="random seed (for reproducible output)")
     _threads(p)
     p.add_argument("--save-model", metavar="FILE", help="pickle the fitted model (continue "
@@ -219,8 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", metavar="INPUT", help="any table ctsne embed reads")
     p.add_argument("--prior", action="append", default=[], metavar="COL",
                    help="label column factored out of the first map (repeat for several)")
-    p.add_argument("--beta", type=float, default=0.01, help="β' of the first map's prior "
-                   "(default 0.01)")
+    p.add_argument("--beta", type=float, help="β' of the first map's prior "
+                   "(default {beta:g})")
     p.add_argument("--embedding", metavar="FILE", help="the first map, precomputed (e.g. by "
                    "ctsne embed), instead of fitting it")
     p.add_argument("--session", metavar="FILE", help="reopen a session saved from the page "
@@ -237,9 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "take every point; default 200000)")
     p.add_argument("--standardize", action="store_true", help="scale features to zero mean, "
                    "unit variance")
-    p.add_argument("--perplexity", type=float, default=30.0)
-    p.add_argument("--n-iter", type=int, default=500)
-    p.add_argument("--exaggeration-iter", type=int, default=250)
+    p.add_argument("--perplexity", type=float)
+    p.add_argument("--n-iter", type=int)
+    p.add_argument("--exaggeration-iter", type=int)
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     _threads(p)
     _data_options(p)
@@ -251,10 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "visible each label is.")
     p.add_argument("-o", "--output-dir", default="ctsne-demo", metavar="DIR")
     p.add_argument("--n", type=int, default=1000, help="points (default 1000)")
-    p.add_argument("--beta", type=float, default=0.01)
-    p.add_argument("--n-iter", type=int, default=500)
-    p.add_argument("--exaggeration-iter", type=int, default=250, metavar="N",
-                   help="iterations of early exaggeration (default 250)")
+    p.add_argument("--beta", type=float)
+    p.add_argument("--n-iter", type=int)
+    p.add_argument("--exaggeration-iter", type=int, metavar="N",
+                   help="iterations of early exaggeration (default {early_exaggeration_iter})")
     p.add_argument("--seed", type=int, default=0)
     _threads(p)
     _common(p, "no progress bars")
@@ -272,6 +294,21 @@ def _version() -> str:
 
 
 # ----------------------------------------------------------------------------- main
+def _command(name: str):
+    """The body of subcommand ``name``, imported only when it runs."""
+    if name == "embed":
+        from .embed import embed as body
+    elif name == "rank":
+        from .rank import rank as body
+    elif name == "score":
+        from .score import score as body
+    elif name == "demo":
+        from .demo import demo as body
+    else:  # explore: its body lives with the page, in ctsne.interfaces.explorer
+        from ..explorer.command import run as body
+    return body
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
@@ -291,13 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = lambda msg, cat, *a, **k: print(f"ctsne: warning: {msg}",
                                                           file=sys.stderr)
     try:
-        if args.func == "explore":  # its body lives in ctsne.interfaces.explorer
-            from ..explorer.command import run
-
-            return run(args)
-        from . import commands
-
-        return getattr(commands, args.func)(args)
+        return _command(args.func)(args)
     except KeyboardInterrupt:
         print("\nctsne: interrupted; no partial files were left", file=sys.stderr)
         return 130

@@ -1,63 +1,56 @@
 """``ctsne embed NEWDATA --reference model.pkl``: new rows placed into a saved map.
 
-The subcommand body (the parser is in :mod:`ctsne.interfaces.cli.main`). The saved model (``ctsne embed
---save-model``) keeps its training data, its feature names and its prior; NEWDATA's
-features are lined up with the training ones by name, and ``--prior`` names NEWDATA's
-columns holding the labels of the model's prior columns, in the same order.
+The subcommand body (the parser is in :mod:`ctsne.interfaces.cli.main`). The saved model
+(``ctsne embed --save-model``, loaded by :func:`ctsne.interfaces.files.models.load_model`)
+keeps its training data, its feature names and its prior; NEWDATA's features are lined up
+with the training ones by name, and ``--prior`` names NEWDATA's columns holding the labels
+of the model's prior columns, in the same order.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
+
 __all__ = ["place"]
 
 
 def _load(path):
-    import pickle
+    """The model at ``path``, if new rows can be placed into it."""
+    from ..files.models import load_model, provenance
 
-    from ...estimator.tsne import ConditionalTSNE
-    from ..files import io
-
-    try:
-        with open(path, "rb") as fh:
-            model = pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
-        raise io.DataError(f"cannot load the model {path}: {exc}") from None
-    if not isinstance(model, ConditionalTSNE) or not hasattr(model, "embedding_"):
-        raise io.DataError(f"{path} is not a fitted ConditionalTSNE model (save one with "
-                           "ctsne embed ... --save-model)")
+    model = load_model(path, advice="save one with ctsne embed ... --save-model")
     if not hasattr(model, "training_data_"):
-        raise io.DataError(f"{path} does not hold its training data (saved by an older ctsne);"
-                           " refit and save it again")
-    if getattr(model, "standardized_", False):
-        raise io.DataError(f"{path} was fitted on standardised features (--standardize) and "
-                           "does not keep the training means and spreads, so new rows cannot "
-                           "be scaled the same way; refit without --standardize (scale the "
-                           "table yourself) to place new rows")
+        raise DataError(f"{path} does not hold its training data (saved by an older ctsne);"
+                        " refit and save it again")
+    if provenance(model).get("standardized", False):
+        raise DataError(f"{path} was fitted on standardised features (--standardize) and "
+                        "does not keep the training means and spreads, so new rows cannot "
+                        "be scaled the same way; refit without --standardize (scale the "
+                        "table yourself) to place new rows")
     return model
 
 
 def _align(feats, model, notes: list[str]) -> np.ndarray:
     """NEWDATA's feature matrix in the model's feature order (by name when it has names)."""
-    from ..files import io
-
     names = getattr(model, "feature_names_in_", None)
     if names is None:
         return feats.X
     pos = {n: k for k, n in enumerate(feats.names)}
     missing = [n for n in names if n not in pos and "=" not in n]
     if missing:
-        raise io.DataError(f"NEWDATA lacks the model's feature column(s) {missing[:10]}; "
-                           "give the same feature columns as for the fit")
+        raise DataError(f"NEWDATA lacks the model's feature column(s) {missing[:10]}; "
+                        "give the same feature columns as for the fit")
     extra = [n for n in feats.names if n not in set(names)]
     if any("=" not in n for n in extra):
-        raise io.DataError(f"NEWDATA has feature column(s) the model was not fitted on: "
-                           f"{[n for n in extra if '=' not in n][:10]}; leave them out "
-                           "with --exclude")
+        raise DataError(f"NEWDATA has feature column(s) the model was not fitted on: "
+                        f"{[n for n in extra if '=' not in n][:10]}; leave them out "
+                        "with --exclude")
     if extra:
         notes.append(f"{len(extra)} text value(s) not seen in training ({', '.join(extra[:5])}"
                      f"{' …' if len(extra) > 5 else ''}) have no feature column in the model")
@@ -80,35 +73,35 @@ def _reference_labels(model, n_prior: int) -> list[np.ndarray | None]:
     return [np.array([t[m] for t in joint], dtype=object) for m in range(n_prior)]
 
 
-def place(args) -> int:
+def place(args: argparse.Namespace) -> int:
     """The body of ``ctsne embed NEWDATA --reference MODEL``."""
-    from ..files import io
     from ..files.features import prepare_features
-    from .main import DATA_OUT, FIGURES
+    from ..files.tables import read_table
+    from ..files.writing import check_output, write_embedding
 
     if args.save_model or args.resume:
-        raise io.DataError("--reference places rows into a saved model; it cannot be "
-                           "combined with --save-model or --resume")
+        raise DataError("--reference places rows into a saved model; it cannot be "
+                        "combined with --save-model or --resume")
     if args.standardize:
-        raise io.DataError("--standardize cannot be used with --reference: new rows must be "
-                           "scaled like the training rows, not by their own statistics")
-    outputs = [io.check_output(args.output, args.force, DATA_OUT)]
+        raise DataError("--standardize cannot be used with --reference: new rows must be "
+                        "scaled like the training rows, not by their own statistics")
+    outputs = [check_output(args.output, args.force, EMBEDDING_FORMATS)]
     if args.with_reference and Path(args.output).suffix == ".h5ad":
-        raise io.DataError("--with-reference writes .csv, .tsv, .parquet, .npz or .npy")
+        raise DataError("--with-reference writes .csv, .tsv, .parquet, .npz or .npy")
     if args.plot:
-        outputs.append(io.check_output(args.plot, args.force, FIGURES))
+        outputs.append(check_output(args.plot, args.force, FIGURE_FORMATS))
     paths = [Path(args.input).resolve(), Path(args.reference).resolve(),
              *(p.resolve() for p in outputs)]
     if len(set(paths)) < len(paths):
-        raise io.DataError("the input, model and output files must all be different")
+        raise DataError("the input, model and output files must all be different")
     model = _load(args.reference)
 
-    table = io.read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer)
+    table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer)
     if args.meta:
-        meta = io.read_table(args.meta)
+        meta = read_table(args.meta)
         if meta.n_rows != table.n_rows:
-            raise io.DataError(f"{args.meta} has {meta.n_rows} rows but {args.input} has "
-                               f"{table.n_rows}; they must have the same rows, in order")
+            raise DataError(f"{args.meta} has {meta.n_rows} rows but {args.input} has "
+                            f"{table.n_rows}; they must have the same rows, in order")
         table.columns.update(meta.columns)
     color = args.color or (args.prior[0] if args.prior and args.plot else None)
     labels = list(dict.fromkeys([*args.prior, *(c for c in (color, args.marker) if c),
@@ -141,7 +134,7 @@ def place(args) -> int:
             ref = np.full(n_ref, None, dtype=object) if ref is None else ref
             cols[c] = np.concatenate([ref, np.asarray(cols[c], dtype=object)])
         cols["set"] = np.array(["reference"] * n_ref + ["new"] * table.n_rows, dtype=object)
-    io.write_embedding(args.output, Y, ids, cols, args.force,
+    write_embedding(args.output, Y, ids, cols, args.force,
                        None if args.with_reference else table.adata,
                        None if args.with_reference else feats)
     if args.plot:

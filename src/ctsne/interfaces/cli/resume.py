@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..files.io import DataError
+from ..files.formats import DataError
+from ..files.models import provenance
+from .shared import fmt
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...estimator.tsne import ConditionalTSNE
 
 __all__ = ["check_resume", "fingerprint", "load_for_resume"]
-
-ATTR = "cli_fingerprint_"
 
 
 def _digest(X: np.ndarray) -> str:
@@ -41,7 +41,7 @@ def check_resume(model, X: np.ndarray, args) -> list[str]:
     if X.shape != (n, p):
         raise DataError(f"the model was fitted on {n} × {p} features, the input gives "
                         f"{X.shape[0]} × {X.shape[1]}: use the same INPUT and options as then")
-    saved = getattr(model, ATTR, None)
+    saved = provenance(model).get("cli_fingerprint")
     if saved is not None and saved["X"] != _digest(X):
         raise DataError("INPUT holds other values than the data the model was fitted on "
                         "(same shape, different content): use the same INPUT and feature "
@@ -61,32 +61,19 @@ def check_resume(model, X: np.ndarray, args) -> list[str]:
     return notes
 
 
-def _fmt(v) -> str:
-    return np.array2string(np.asarray(v), precision=4) if np.ndim(v) else f"{v:.4g}"
-
-
 def load_for_resume(args, X: np.ndarray, prior, note) -> ConditionalTSNE:
     """The model saved at ``args.resume``, checked against INPUT (``X``) and the options,
     with the new prior and weights applied; ``note(message)`` reports what changed."""
-    import pickle
-
-    from ...estimator.tsne import ConditionalTSNE
     from ...prior import make_prior
-    from ..files import io
+    from ..files.models import load_model
 
-    try:
-        with open(args.resume, "rb") as fh:
-            model = pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
-        raise io.DataError(f"cannot load the model {args.resume}: {exc}") from None
-    if not isinstance(model, ConditionalTSNE) or not hasattr(model, "embedding_"):
-        raise io.DataError(f"{args.resume} is not a fitted ConditionalTSNE model")
+    model = load_model(args.resume)
     for msg in check_resume(model, X, args):
         note(f"note: {msg}")
-    saved = getattr(model, ATTR, {}).get("prior")
+    saved = provenance(model).get("cli_fingerprint", {}).get("prior")
     if prior is None and model.prior_ is not None:
-        raise io.DataError(f"the model factors out a prior ({', '.join(saved or ['?'])}); pass "
-                           "--prior again (other columns replace it, the affinities stay)")
+        raise DataError(f"the model factors out a prior ({', '.join(saved or ['?'])}); pass "
+                        "--prior again (other columns replace it, the affinities stay)")
     changes = []
     if args.method is not None and args.method != model.method:
         changes.append(f"--method {args.method}")
@@ -96,9 +83,10 @@ def load_for_resume(args, X: np.ndarray, prior, note) -> ConditionalTSNE:
     if args.combine is not None:
         model.set_params(combine=args.combine)
     if prior is not None:
-        new = make_prior(prior, len(X), beta=model.beta if model.alpha is not None
-                         or model.beta is not None else 0.01,
-                         alpha=model.alpha, combine=model.combine, missing=model.missing)
+        # the model's weight if it has one, else make_prior's default, as in a new fit
+        weight = {} if model.alpha is None and model.beta is None else {"beta": model.beta}
+        new = make_prior(prior, len(X), alpha=model.alpha, combine=model.combine,
+                         missing=model.missing, **weight)
         old = model.prior_
         same = (old is not None and len(old.codes) == len(new.codes)
                 and all(np.array_equal(a, b) for a, b in zip(old.codes, new.codes,
@@ -107,11 +95,8 @@ def load_for_resume(args, X: np.ndarray, prior, note) -> ConditionalTSNE:
             changes.append(f"the prior {', '.join(args.prior)}")
         if not (same and np.allclose(old.betas, new.betas)):
             if same:
-                changes.append(f"β' {_fmt(new.betas[0] if len(new.betas) == 1 else new.betas)}")
-            model.prior_ = new
-            a, b = new.alphas, new.betas
-            model.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
-            model.beta_ = float(b[0]) if len(b) == 1 else b.copy()
+                changes.append(f"β' {fmt(new.betas[0] if len(new.betas) == 1 else new.betas)}")
+            model.set_prior(new)
     if changes:
         note(f"resuming with {' and '.join(changes)} (the affinities P are kept)")
     model.set_params(verbose=not args.quiet, n_jobs=args.threads)

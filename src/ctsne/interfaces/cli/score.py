@@ -7,14 +7,18 @@ and a complementary label, kNN homogeneity, iLISI / cLISI and cross-class agreem
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+
+import numpy as np
+
+from ..files.formats import DataError
+from .shared import aligned, check_table_and_plot
 
 __all__ = ["score"]
 
 
 def _parse_k(spec: str) -> list[int]:
-    from ..files import io
-
     try:
         if ":" in spec:
             start, stop, *step = (int(v) for v in spec.split(":"))
@@ -24,36 +28,30 @@ def _parse_k(spec: str) -> list[int]:
     except ValueError:
         ks = []
     if not ks or min(ks) < 1:
-        raise io.DataError(f"--k {spec!r}: give START:STOP:STEP, a list like 10,30,50, or "
-                           "one number, all ≥ 1")
+        raise DataError(f"--k {spec!r}: give START:STOP:STEP, a list like 10,30,50, or "
+                        "one number, all ≥ 1")
     return ks
 
 
-def _label_array(col):
-    import numpy as np
+def _shares(labels) -> np.ndarray:
+    """Each label's share of the points (a missing label is a label of its own)."""
+    from ...metrics import label_codes
 
-    if col.dtype == object:  # a missing label is a label of its own here
-        return np.array(["\0missing" if v is None else v for v in col], dtype=str)
-    return col
+    counts = np.bincount(label_codes(labels)[0])
+    return counts / counts.sum()
 
 
 def _integration_rows(name: str, Y, column, args) -> list[tuple]:
     """Rows ``(label, embedding, k, score, metric, random)`` of the --prior/--complement
     measures of one embedding; ``column(lab)`` gives a label array aligned with ``Y``."""
-    import numpy as np
-
     from ...metrics import cross_class_agreement, knn_label_homogeneity, lisi
-
-    def shares(labels):
-        _, counts = np.unique(labels, return_counts=True)
-        return counts / counts.sum()
 
     k_lisi = int(min(len(Y) - 1, max(1, np.floor(3 * args.lisi_perplexity))))
     rows = []
     for kind, cols in (("prior", args.prior), ("complement", args.complement)):
         for lab in cols:
             labels = column(lab)
-            p = shares(labels)
+            p = _shares(labels)
             lisi_name = "ilisi" if kind == "prior" else "clisi"
             rows.append((lab, name, args.knn, knn_label_homogeneity(Y, labels, args.knn),
                          "homogeneity", float(np.sum(p ** 2))))
@@ -79,52 +77,48 @@ _INTEGRATION_NOTES = {
 }
 
 
-def score(args) -> int:
+def score(args: argparse.Namespace) -> int:
     """``ctsne score``: Laplacian-score curves and integration measures of embeddings."""
-    import numpy as np
-
     from ...metrics import laplacian_score
-    from ..files import io
-    from .commands import _aligned, _check_table_and_plot
+    from ..files.tables import read_embedding, read_table
+    from ..files.writing import write_columns
 
     if not (args.labels or args.prior or args.complement):
-        raise io.DataError("nothing to score: give --labels, --prior or --complement")
+        raise DataError("nothing to score: give --labels, --prior or --complement")
     if args.plot and not args.labels:
-        raise io.DataError("--plot draws Laplacian score curves; give --labels too")
+        raise DataError("--plot draws Laplacian score curves; give --labels too")
     if args.knn < 1 or not args.lisi_perplexity > 0:
-        raise io.DataError("--knn must be ≥ 1 and --lisi-perplexity > 0")
-    _check_table_and_plot(args)
+        raise DataError("--knn must be ≥ 1 and --lisi-perplexity > 0")
+    check_table_and_plot(args)
     ks = _parse_k(args.k)
     names = args.names or [Path(e).name for e in args.embeddings]
     if len(names) != len(args.embeddings) or len(set(names)) != len(names):
-        raise io.DataError("give one distinct --names entry per embedding")
+        raise DataError("give one distinct --names entry per embedding")
     scores: dict[str, dict[str, np.ndarray]] = {lab: {} for lab in args.labels}
     chance: dict[str, float] = {}
     integration: list[tuple] = []
-    data = io.read_table(args.data, args.id, args.obsm, args.layer, args.sep) if args.data else None
+    data = read_table(args.data, args.id, args.obsm, args.layer, args.sep) if args.data else None
     for path, name in zip(args.embeddings, names, strict=True):
-        emb = io.read_embedding(path, args.coords)
+        emb = read_embedding(path, args.coords)
         k_max = max(ks) if args.labels else 0
         if args.prior or args.complement:
             k_max = max(k_max, args.knn)
         if k_max >= len(emb.ids):
-            raise io.DataError(f"k={k_max} is too large for {path} with {len(emb.ids)} "
-                               "points; use k below the number of points")
+            raise DataError(f"k={k_max} is too large for {path} with {len(emb.ids)} "
+                            "points; use k below the number of points")
 
         def column(lab, emb=emb):
+            # the labels as read (None/NaN missing): the measures encode them themselves
             if lab in emb.columns:
-                col = emb.columns[lab]
-            elif data is not None:
-                col = _aligned(data, emb, args.data).column(lab)
-            else:
-                col = emb.column(lab)  # raises, naming the columns there are
-            return _label_array(col)
+                return emb.columns[lab]
+            if data is not None:
+                return aligned(data, emb, args.data).column(lab)
+            return emb.column(lab)  # raises, naming the columns there are
 
         for lab in args.labels:
             labels = column(lab)
             scores[lab][name] = np.atleast_1d(laplacian_score(emb.matrix, labels, k=ks))
-            _, counts = np.unique(labels, return_counts=True)
-            chance[lab] = float(1.0 - np.sum((counts / counts.sum()) ** 2))
+            chance[lab] = float(1.0 - np.sum(_shares(labels) ** 2))
         if args.prior or args.complement:
             integration += _integration_rows(name, emb.matrix, column, args)
     for lab, per in scores.items():
@@ -151,9 +145,10 @@ def score(args) -> int:
             rows = [(*r, "laplacian", chance[r[0]]) for r in rows] + integration
             keys += ("metric", "random")
         cols = dict(zip(keys, map(np.asarray, zip(*rows, strict=True)), strict=True))
-        io.write_columns(args.output, cols, args.force)
+        write_columns(args.output, cols, args.force)
     if args.plot:
-        from ...plotting import figures as plotting
+        from ...plotting.figures import save_figure
+        from ...plotting.scores import plot_scores
 
-        plotting.save_figure(plotting.plot_scores(ks, scores, chance), args.plot, args.force)
+        save_figure(plot_scores(ks, scores, chance), args.plot, args.force)
     return 0

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...prior import DEFAULT_BETA
+
 __all__ = ["explore", "serve", "ExploreHandle", "require_bokeh"]
 
 
@@ -67,7 +69,8 @@ def _labels_from(data, n: int) -> dict[str, np.ndarray]:
     return out
 
 
-def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: float = 0.01,
+def explore(X, data=None, prior: str | Sequence[str] | None = None, *,
+            beta: float = DEFAULT_BETA,
             embedding: np.ndarray | None = None, ids=None,
             feature_names: Sequence[str] | None = None, session: str | None = None,
             out_dir: str = "ctsne-explore", port: int | None = None,
@@ -108,10 +111,11 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
         Further :class:`~ctsne.ConditionalTSNE` parameters (perplexity, n_iter, …).
     """
     require_bokeh()
-    from ...estimator.tsne import ConditionalTSNE, _check_X
+    from ...estimator.parameters import check_X
+    from ...estimator.tsne import ConditionalTSNE
     from .session import Session
 
-    X = _check_X(X)
+    X = check_X(X)
     n = len(X)
     names = list(feature_names) if feature_names is not None else [f"x{j}" for j in
                                                                    range(X.shape[1])]
@@ -124,7 +128,7 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *, beta: flo
                  max_points=max_points)
 
 
-def serve(s, model, priors: Sequence[str] = (), beta: float = 0.01, *, embedding=None,
+def serve(s, model, priors: Sequence[str] = (), beta: float = DEFAULT_BETA, *, embedding=None,
           session=None, out_dir="ctsne-explore", port: int | None = None,
           open_browser: bool = False, backend: str = "webgl",
           max_points: int = 200_000) -> ExploreHandle:

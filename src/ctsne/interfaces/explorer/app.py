@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ...prior import DEFAULT_BETA
 from .columns import levels as _levels
 from .columns import palette as _palette
 from .columns import xy as _xy
@@ -119,8 +120,8 @@ class _Page:
         self.add_sel = Button(label="+ selection as label", name="add_selection")
         self.add_top = Button(label="+ top-ranked column", name="add_top")
         self.add_clu = Button(label="+ clustering as label", name="add_clusters")
-        self.beta = Spinner(title="β' (weight of pairs in different classes)", value=0.01,
-                            low=1e-4, step=0.01, name="beta", width=200)
+        self.beta = Spinner(title="β' (weight of pairs in different classes)",
+                            value=DEFAULT_BETA, low=1e-4, step=0.01, name="beta", width=200)
         self.go = Button(label="Factor out", button_type="primary", name="factor_out")
         self.stop = Button(label="Cancel", name="cancel", disabled=True)
         self.progress = Div(text="", name="progress", width=330)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .refit import RefitJob
+from .refit import RefitJob, shared_affinities
 from .session import Session, Step
 
 __all__ = ["Explorer"]
@@ -26,8 +26,9 @@ class Explorer:
     session : Session
         With at least one step (the first map).
     model : ConditionalTSNE
-        Fitted (its ``P_`` is shared), or unfitted with the parameters to use: ``P_`` is
-        then computed on the first factor-out.
+        Fitted (its ``P_`` is shared), or unfitted with the parameters to use: the
+        standard P is then computed on the first factor-out
+        (:func:`~ctsne.interfaces.explorer.refit.shared_affinities`).
     out_dir : path
         Where exports go.
     every : int
@@ -48,11 +49,6 @@ class Explorer:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ factor out
-    def _shared_model(self):
-        if not hasattr(self.model, "P_"):
-            self.model.P_ = self.model._affinities(self.session.X, None)  # standard P, shared
-        return self.model
-
     def factor_out(self, prior: list[str], beta: float, parent: int) -> RefitJob:
         """Start ct-SNE with ``prior`` (label column names) and β' in the background."""
         with self._lock:
@@ -66,8 +62,9 @@ class Explorer:
             from ...prior import make_prior
 
             make_prior(arrays, self.session.n, beta=beta)  # a bad β' fails here, not later
-            self.job = RefitJob(self._shared_model(), self.session.X, arrays, beta,
-                                every=self.every)
+            # the shared P is computed here, on the first factor-out, before the run starts
+            shared_affinities(self.model, self.session.X)
+            self.job = RefitJob(self.model, self.session.X, arrays, beta, every=self.every)
             self.job_parent, self.job_prior, self.job_beta = parent, list(prior), float(beta)
             return self.job.start()
 
@@ -96,7 +93,7 @@ class Explorer:
     def export(self, kind: str, step: int, color: str | None = None) -> Path:
         """Write the session's embeddings (csv/parquet), the map of ``step`` with its
         parent (png/svg) or the session (json) into ``out_dir``; returns the path."""
-        from ..files import io
+        from ..files.writing import write_columns
 
         if kind not in EXPORTS:
             raise ValueError(f"export kind must be one of {EXPORTS}, got {kind!r}")
@@ -106,7 +103,7 @@ class Explorer:
             return s.save(self.out_dir / "session.json")
         if kind in ("csv", "parquet"):
             path = self.out_dir / f"embeddings.{kind}"
-            io.write_columns(path, s.embeddings_table(), force=True)
+            write_columns(path, s.embeddings_table(), force=True)
             return path
         from ...plotting import figures as plotting
 

@@ -3,10 +3,11 @@
 The standard P depends on the data only; a new prior changes the repulsion weights. So
 every step of an exploration after the first builds a new :class:`~ctsne.ConditionalTSNE`
 that shares the first model's ``P_`` (no neighbour search, no calibration) and optimises
-from the usual start (PCA on the within-class axes of the new prior). The exception is
-the estimator's ``affinities`` rule: a prior that separates the data (measured on the
-shared standard P, :mod:`ctsne.affinities.mixing`) gets the label-balanced P under "auto", as a fit
-would; the last such P is kept for the next step with the same prior.
+from the usual start (PCA on the within-class axes of the new prior), through
+:meth:`~ctsne.ConditionalTSNE.fit_affinities`. The exception is the estimator's
+``affinities`` rule: a prior that separates the data (measured on the shared standard P,
+:mod:`ctsne.affinities.mixing`) gets the label-balanced P under "auto", as a fit would;
+the last such P is kept for the next step with the same prior.
 """
 
 from __future__ import annotations
@@ -14,20 +15,92 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+import weakref
 
 import numpy as np
 
-__all__ = ["fit_sharing_affinities", "RefitJob"]
+__all__ = ["SharedAffinities", "fit_sharing_affinities", "shared_affinities", "RefitJob"]
+
+
+class SharedAffinities:
+    """The P that every step shares, and the last P built for a separating prior.
+
+    Parameters
+    ----------
+    P : csr_matrix (n, n)
+    kind : str
+        What P is ("standard" unless the first fit built another one).
+    """
+
+    def __init__(self, P, kind: str):
+        self.P = P
+        self.kind = kind
+        self._last: tuple | None = None  # ((mode, within_weight, classes bytes), P)
+
+    def for_classes(self, model, X: np.ndarray, classes) -> tuple:
+        """``(P, kind)`` for a fit of ``model`` with these joint prior classes: the shared
+        P, or the P that ``model.affinities`` asks for (built once per prior)."""
+        mode = model.affinities
+        if classes is None or self.kind != "standard" or mode == "standard":
+            return self.P, self.kind
+        if mode == "auto":
+            from ...affinities.mixing import prior_mixing
+
+            if not prior_mixing(self.P, classes).separates:
+                return self.P, "standard"
+            mode = "balanced"
+        key = (mode, model.within_weight, classes.tobytes())
+        if self._last is None or self._last[0] != key:
+            self._last = (key, _build(model, X, classes, mode).P)  # one kept: the last prior's
+        return self._last[1], mode
+
+
+def _build(model, X: np.ndarray, classes, mode: str):
+    """The affinities a fit of ``model`` builds in this mode (same function, same P)."""
+    from ...affinities.modes import input_affinities
+
+    return input_affinities(X, model.perplexity, classes, mode, model.within_weight,
+                            neighbors=model.neighbors, metric=model.metric,
+                            random_state=model.random_state, n_jobs=model.n_jobs)
+
+
+# One per base model, dropped with it; nothing is stored on the model itself.
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def shared_affinities(base, X: np.ndarray) -> SharedAffinities:
+    """The affinities that refits of ``base`` share: its ``P_`` when fitted, else the
+    standard P computed once with its parameters.
+
+    Parameters
+    ----------
+    base : ConditionalTSNE
+        Fitted on ``X``, or unfitted (its parameters are used; the P is then kept for
+        later calls with the same base, as for one session's data).
+    X : ndarray (n, p)
+    """
+    P = getattr(base, "P_", None)
+    shared = _SHARED.get(base)
+    if shared is not None and (shared.P is P or (P is None and shared.P.shape[0] == len(X))):
+        return shared
+    if P is not None:
+        shared = SharedAffinities(P, getattr(base, "affinities_", "standard"))
+    else:
+        shared = SharedAffinities(_build(base, X, None, "standard").P, "standard")
+    _SHARED[base] = shared
+    return shared
 
 
 def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=None,
                            callbacks_every_iters: int = 10):
-    """A new model fitted to ``X`` with ``prior`` and β' ``beta``, reusing ``base.P_``.
+    """A new model fitted to ``X`` with ``prior`` and β' ``beta``, reusing ``base``'s P.
 
     Parameters
     ----------
-    base : fitted ConditionalTSNE
-        Its parameters (perplexity, method, iterations, seed) and its ``P_`` are used.
+    base : ConditionalTSNE
+        Its parameters (perplexity, method, iterations, seed) and its ``P_`` are used;
+        unfitted, the standard P is computed with its parameters (once,
+        :func:`shared_affinities`).
     X : ndarray (n, p)
         The data ``base`` was fitted on (only the starting point depends on it).
     prior : label array(s) or None
@@ -43,52 +116,27 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
         ``base.P_`` or the balanced P of a separating prior); a callback that returns True
         ends the run early.
     """
-    from ...estimator.tsne import ConditionalTSNE, _check_X
+    from ...estimator.parameters import check_X
+    from ...estimator.tsne import ConditionalTSNE
+    from ...prior import make_prior
 
-    X = _check_X(X)
-    if not hasattr(base, "P_") or base.P_.shape[0] != len(X):
+    X = check_X(X)
+    if hasattr(base, "P_") and base.P_.shape[0] != len(X):
         raise ValueError("base must be a ConditionalTSNE fitted on the same rows as X")
     model = ConditionalTSNE(**{**base.get_params(), "beta": beta, "alpha": None,
                                "callbacks": callbacks,
                                "callbacks_every_iters": callbacks_every_iters,
                                "verbose": False})
-    model._check_params(len(X))
-    # the estimator's fit, with the affinity step replaced by the shared P
-    classes, Y0 = model._start(X, prior)
-    model.P_, model.affinities_ = _affinities_for(base, model, X, classes)
-    model.timings_ = {"affinities": 0.0, "optimization": 0.0}
+    # encoded here because the classes choose P; the model uses this encoding as is
+    encoded = make_prior(prior, len(X), beta=beta, combine=model.combine,
+                         missing=model.missing)
+    classes = None if encoded is None or encoded.is_trivial else encoded.joint_codes()
+    P, kind = shared_affinities(base, X).for_classes(model, X, classes)
     with warnings.catch_warnings():
         # a cancelled run is reported by the job, not as a warning
         warnings.filterwarnings("ignore", message="optimisation interrupted")
-        model._optimize_from(Y0)
+        model.fit_affinities(P, encoded, X=X, kind=kind)
     return model
-
-
-def _affinities_for(base, model, X: np.ndarray, classes):
-    """``base.P_``, or the P that ``model.affinities`` asks for with these classes."""
-    shared_is_standard = getattr(base, "affinities_", "standard") == "standard"
-    mode = model.affinities
-    if classes is None or not shared_is_standard or mode == "standard":
-        return base.P_, getattr(base, "affinities_", "standard")
-    if mode == "auto":
-        from ...affinities.mixing import prior_mixing
-
-        if not prior_mixing(base.P_, classes).separates:
-            return base.P_, "standard"
-        mode = "balanced"
-    key = (mode, model.within_weight, classes.tobytes())
-    cache = base.__dict__.get("_explorer_affinities")
-    if cache is None or cache[0] != key:
-        from ...affinities.balanced import balanced_affinities, revised_affinities
-        from ...checks import to_safe_scale
-
-        build = balanced_affinities if mode == "balanced" else revised_affinities
-        P = build(to_safe_scale(X), classes, model.perplexity, model.within_weight,
-                  neighbors=model.neighbors, metric=model.metric,
-                  random_state=model.random_state, n_jobs=model.n_jobs)
-        cache = (key, P)
-        base.__dict__["_explorer_affinities"] = cache  # one P kept: the last prior's
-    return cache[1], mode
 
 
 class RefitJob:

@@ -303,7 +303,7 @@ class Session:
 
     def save(self, path: str | os.PathLike, force: bool = True) -> Path:
         """Write the session as JSON (atomically)."""
-        from ..files.io import atomic_path
+        from ..files.writing import atomic_path
 
         with atomic_path(path, force) as tmp:
             Path(tmp).write_text(json.dumps(self.to_dict()))

@@ -1,1 +1,3 @@
-"""Files in and out: reading tables, writing results atomically, features from columns."""
+"""Files in and out: the formats (:mod:`.formats`), reading tables (:mod:`.tables`), features
+from columns (:mod:`.features`), writing results atomically (:mod:`.writing`) and saved
+models (:mod:`.models`)."""

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .io import DataError, Table
+from .formats import DataError
+from .tables import Table
 
 __all__ = ["Features", "prepare_features", "MAX_ONEHOT_LEVELS"]
 

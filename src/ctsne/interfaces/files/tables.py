@@ -1,79 +1,37 @@
-"""Reading tables and writing embeddings for the command line (and for scripts).
+"""Reading tables: every input file becomes one plain :class:`Table`.
 
-Formats are chosen by file extension: CSV/TSV (optionally ``.gz``) with a header row,
-Parquet (needs pyarrow), NumPy ``.npy``/``.npz`` and AnnData ``.h5ad`` (needs anndata).
-Every table is read into one plain representation, :class:`Table`: a dict of columns
-(float64 with NaN for missing, or object arrays of strings with None for missing), row
-ids, and for matrix formats the feature matrix itself. :func:`ctsne.interfaces.files.features.prepare_features`
-then turns a table into a numeric feature matrix.
-
-Every output is written atomically: to a temporary file in the target's folder, then
-``os.replace``; an existing file is only replaced with ``force=True``.
+Formats are chosen by file extension (:mod:`.formats`): CSV/TSV (optionally ``.gz``) with
+a header row, Parquet (needs pyarrow), NumPy ``.npy``/``.npz`` and AnnData ``.h5ad``
+(needs anndata). A :class:`Table` is a dict of columns (float64 with NaN for missing, or
+object arrays of strings with None for missing), row ids, and for matrix formats the
+feature matrix itself. :func:`ctsne.interfaces.files.features.prepare_features` then
+turns a table into a numeric feature matrix; :mod:`.writing` writes the results.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import gzip
-import importlib
 import os
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .features import Features
+from .formats import TEXT_FORMATS, DataError, file_format, open_text, require
 
 __all__ = [
-    "DataError",
+    "MISSING_TOKENS",
     "Table",
-    "atomic_path",
-    "check_output",
-    "file_format",
+    "detect_separator",
     "read_embedding",
     "read_ids",
     "read_table",
-    "forget_finished",
-    "remove_unfinished",
-    "write_columns",
-    "write_embedding",
 ]
 
-_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet",
-            ".pq": "parquet", ".npy": "npy", ".npz": "npz", ".h5ad": "h5ad"}
-_EXTRAS = {"parquet": ("pyarrow.parquet", "pyarrow", "parquet"),
-           "h5ad": ("anndata", "anndata", "anndata")}
 # Tokens read as missing in text tables (a subset of pandas' defaults, plus "?" of UCI files).
 MISSING_TOKENS = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None", "?")
-
-
-class DataError(ValueError):
-    """A problem with the user's files or data: the CLI prints it as one line."""
-
-
-def file_format(path: str | os.PathLike) -> str:
-    """Format name of ``path`` from its extension: csv, tsv, parquet, npy, npz or h5ad."""
-    suffixes = [s.lower() for s in Path(path).suffixes[-2:]]
-    gz = suffixes[-1:] == [".gz"]
-    fmt = _FORMATS.get(suffixes[-2 if gz else -1]) if len(suffixes) > gz else None
-    if fmt is None or (gz and fmt not in ("csv", "tsv")):
-        raise DataError(f"{path}: unknown file type; use one of "
-                        f"{', '.join(sorted(_FORMATS))} (.csv/.tsv may end in .gz)")
-    return fmt
-
-
-def _require(fmt: str, action: str):
-    """Import the optional module a format needs, or explain how to install it."""
-    module, package, extra = _EXTRAS[fmt]
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise DataError(f"{action} .{fmt} needs {package}: pip install 'ctsne[{extra}]'") from None
 
 
 @dataclass
@@ -116,7 +74,6 @@ class Table:
         return self.columns[name]
 
 
-# ----------------------------------------------------------------------------- reading
 def _text_column(values: np.ndarray) -> np.ndarray:
     """Text values -> float64 column if every present value is a number, else str/None."""
     values = np.char.strip(np.asarray(values, dtype=str))
@@ -129,12 +86,6 @@ def _text_column(values: np.ndarray) -> np.ndarray:
         obj = values.astype(object)
         obj[missing] = None
         return obj
-
-
-def _open_text(path: Path, mode: str = "r"):
-    if path.suffix.lower() == ".gz":
-        return gzip.open(path, mode + "t", newline="", encoding="utf-8")
-    return open(path, mode, newline="", encoding="utf-8")
 
 
 def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
@@ -156,7 +107,7 @@ def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
         names = ["" if str(c).startswith("Unnamed: ") else str(c) for c in frame.columns]
     else:
         try:
-            with _open_text(path) as fh:
+            with open_text(path) as fh:
                 rows = [r for r in csv.reader(fh, delimiter=sep, skipinitialspace=True) if r]
         except UnicodeDecodeError as exc:
             raise DataError(f"{path}: cannot parse: {exc}") from None
@@ -209,8 +160,19 @@ def _frame_columns(frame) -> dict[str, np.ndarray]:
 
 def detect_separator(path: Path) -> str:
     """The field separator of a text table: the one of , ; tab that splits its header into
-    the most fields, provided the first data lines split into as many."""
-    with _open_text(path) as fh:
+    the most fields, provided the first data lines split into as many.
+
+    Parameters
+    ----------
+    path : Path
+        A text table (optionally ``.gz``).
+
+    Returns
+    -------
+    str
+        ``","`` when no candidate splits the lines consistently.
+    """
+    with open_text(path) as fh:
         lines = [line for line in (fh.readline() for _ in range(6)) if line.strip()]
     if not lines:
         return ","
@@ -239,6 +201,10 @@ def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str 
     sep : str, optional
         Field separator of a text table; default: tab for .tsv, and for .csv the one of
         ``,`` ``;`` tab that splits the header and the first lines consistently.
+
+    Returns
+    -------
+    Table
     """
     path = Path(path)
     fmt = file_format(path)
@@ -248,7 +214,7 @@ def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str 
         raise DataError(f"{path}: no such file")
     if (obsm or layer) and fmt != "h5ad":
         raise DataError("--obsm and --layer apply to .h5ad input only")
-    if fmt in ("csv", "tsv"):
+    if fmt in TEXT_FORMATS:
         if sep is None:
             sep = detect_separator(path) if fmt == "csv" else "\t"
         columns = {k: _text_column(v) for k, v in _read_delimited(path, sep).items()}
@@ -256,7 +222,7 @@ def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str 
         if "" in columns:  # pandas' index column
             table.ids = _ids_from(columns.pop(""), path)
     elif fmt == "parquet":
-        pq = _require("parquet", "reading")
+        pq = require("parquet", "reading")
         import pyarrow as pa
 
         try:
@@ -322,7 +288,7 @@ def _read_numpy(path: Path, fmt: str) -> Table:
 
 
 def _read_h5ad(path: Path, obsm: str | None, layer: str | None) -> Table:
-    ad = _require("h5ad", "reading")
+    ad = require("h5ad", "reading")
     try:
         adata = ad.read_h5ad(path)
     except Exception as exc:  # h5py raises many types for a damaged file
@@ -346,9 +312,19 @@ def _read_h5ad(path: Path, obsm: str | None, layer: str | None) -> Table:
 
 
 def read_ids(path: str | os.PathLike) -> np.ndarray:
-    """Ids listed one per line (blank lines and ``#`` comments skipped), as str."""
+    """Ids listed one per line (blank lines and ``#`` comments skipped).
+
+    Parameters
+    ----------
+    path : path
+        A text file (optionally ``.gz``).
+
+    Returns
+    -------
+    ndarray of str
+    """
     try:
-        with _open_text(Path(path)) as fh:
+        with open_text(Path(path)) as fh:
             lines = [ln.split("#", 1)[0].strip() for ln in fh]
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read ids from {path}: {exc}") from None
@@ -363,6 +339,19 @@ def read_embedding(path: str | os.PathLike, coords: Sequence[str] | None = None,
     ``ctsne1``, ``ctsne2``, …, with ids from an ``id`` column; an ``.npy`` is the matrix
     itself; an ``.npz`` holds it as its 2-D array (``embedding``); an ``.h5ad`` as
     ``obsm[obsm]``.
+
+    Parameters
+    ----------
+    path : path
+    coords : sequence of str, optional
+        The coordinate columns of a table.
+    obsm : str
+        Where an ``.h5ad`` holds the embedding.
+
+    Returns
+    -------
+    Table
+        The coordinates as ``matrix``, the other columns as labels.
     """
     path = Path(path)
     table = read_table(path, obsm=obsm if file_format(path) == "h5ad" else None)
@@ -382,189 +371,3 @@ def read_embedding(path: str | os.PathLike, coords: Sequence[str] | None = None,
     if not np.all(np.isfinite(table.matrix)):
         raise DataError(f"{path}: the embedding has missing or non-finite coordinates")
     return table
-
-
-# ----------------------------------------------------------------------------- writing
-def check_output(path: str | os.PathLike, force: bool = False, kinds: Sequence[str] = ()) -> Path:
-    """Check before any work that ``path`` can be written; returns it as a Path.
-
-    Raises DataError when it exists (and not ``force``), its folder is missing, or its
-    format is not one of ``kinds`` (file formats, or figure extensions such as "png").
-    """
-    path = Path(path)
-    if kinds:
-        try:
-            fmt = file_format(path)
-        except DataError:
-            fmt = path.suffix.lower().lstrip(".")
-        if fmt not in kinds:
-            raise DataError(f"{path}: cannot write this type; use .{', .'.join(kinds)}")
-    if path.is_dir():
-        raise DataError(f"{path} is a folder; give a file name")
-    if path.exists() and not force:
-        raise DataError(f"{path} exists; pass --force to overwrite it")
-    if not path.parent.is_dir():
-        raise DataError(f"{path}: the folder {path.parent} does not exist")
-    if not os.access(path.parent, os.W_OK | os.X_OK):
-        raise DataError(f"{path}: the folder {path.parent} is not writable; choose another "
-                        "output folder")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise DataError(f"{path} is not writable; choose another output file")
-    return path
-
-
-# (temporary, final) paths of the files being written now: an abort (double Ctrl-C, which
-# ends the process without unwinding) removes them, see remove_unfinished
-_WRITING: set[tuple[str, str]] = set()
-# final paths atomic_path has completed since the last forget_finished(); kept here, not by
-# the caller, so that no moment exists where a finished file is in neither list
-_FINISHED: list[str] = []
-
-
-def forget_finished() -> None:
-    """Keep the files written so far: a later :func:`remove_unfinished` leaves them."""
-    _FINISHED.clear()
-
-
-def remove_unfinished() -> None:
-    """Remove the files :func:`atomic_path` is writing now (for an abort that cannot unwind).
-
-    A temporary file is removed; if it has already been moved onto its final path, that
-    file is removed instead (it was written by this process, which is being aborted), and
-    so is every file completed since the last :func:`forget_finished`.
-    """
-    for tmp, final in list(_WRITING):
-        with contextlib.suppress(OSError):
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            else:
-                os.unlink(final)
-    for final in list(_FINISHED):
-        with contextlib.suppress(OSError):
-            os.unlink(final)
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success move it onto ``path``.
-
-    On any error (or Ctrl-C) the temporary file is removed, so ``path`` is either the
-    complete new file or untouched.
-    """
-    path = Path(path)
-    check_output(path, force)
-    # Keep the suffix: some writers decide the format from the name.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp" + "".join(path.suffixes),
-                               dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
-    entry = (tmp, str(path))
-    _WRITING.add(entry)
-    try:
-        yield Path(tmp)
-        if path.exists() and not force:  # appeared while we were working
-            raise DataError(f"{path} exists; pass --force to overwrite it")
-        os.replace(tmp, path)
-        _FINISHED.append(str(path))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    finally:
-        _WRITING.discard(entry)
-
-
-def _text_out(col: np.ndarray) -> np.ndarray:
-    if col.dtype == object:
-        return np.array(["" if v is None else str(v) for v in col], dtype=object)
-    if np.issubdtype(col.dtype, np.floating):
-        # shortest repr that reads back to the same float; whole numbers without ".0"
-        text = col.astype(str)
-        whole = np.isfinite(col) & (col % 1 == 0) & (np.abs(col) < 2**53)
-        text[whole] = col[whole].astype(np.int64).astype(str)
-        text[np.isnan(col)] = ""
-        return text
-    return col.astype(str)
-
-
-def write_embedding(path: str | os.PathLike, Y: np.ndarray, ids: np.ndarray,
-                    labels: dict[str, np.ndarray] | None = None, force: bool = False,
-                    adata: Any = None, features: Features | None = None) -> Path:
-    """Write an embedding with its row ids (and label columns) atomically.
-
-    CSV/TSV/Parquet: columns ``id``, ``ctsne1`` … ``ctsneD``, then ``labels``.
-    ``.npz``: arrays ``embedding``, ``ids`` and one per label. ``.npy``: the embedding
-    only (rows in input order; use .npz to keep ids). ``.h5ad``: the input AnnData
-    (``adata``, restricted to the embedded rows) or a new one holding ``features``, with
-    the embedding in ``obsm["X_ctsne"]``.
-    """
-    path = Path(path)
-    fmt = file_format(path)
-    Y = np.asarray(Y, dtype=np.float64)
-    labels = {k: v for k, v in (labels or {}).items()
-              if k != "id" and not (k.startswith("ctsne") and k[5:].isdigit())}
-    coords = {f"ctsne{j + 1}": Y[:, j] for j in range(Y.shape[1])}
-    if fmt == "h5ad":
-        ad = _require("h5ad", "writing")
-    if fmt in ("csv", "tsv", "parquet"):
-        return write_columns(path, {"id": np.asarray(ids), **coords, **labels}, force)
-    with atomic_path(path, force) as tmp:
-        if fmt == "npy":
-            with open(tmp, "wb") as fh:
-                np.save(fh, Y)
-        elif fmt == "npz":
-            arrays = {k: np.asarray(_text_out(v), dtype=str) if v.dtype == object else v
-                      for k, v in labels.items()}
-            ids_out = np.asarray(ids)
-            arrays["ids"] = ids_out.astype(str) if ids_out.dtype == object else ids_out
-            with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, embedding=Y, **arrays)
-        else:
-            out = adata.copy() if adata is not None else _new_anndata(ad, ids, labels, features)
-            if len(out) != len(Y):
-                raise ValueError(f"AnnData has {len(out)} rows for {len(Y)} embedded points")
-            out.obsm["X_ctsne"] = Y
-            out.write_h5ad(tmp)
-    return path
-
-
-def write_columns(path: str | os.PathLike, columns: dict[str, np.ndarray],
-                  force: bool = False) -> Path:
-    """Write named columns of equal length as CSV, TSV or Parquet, atomically."""
-    path = Path(path)
-    fmt = file_format(path)
-    if fmt not in ("csv", "tsv", "parquet"):
-        raise DataError(f"{path}: tables are written as .csv, .tsv or .parquet")
-    if fmt == "parquet":
-        pq = _require("parquet", "writing")
-        import pyarrow as pa
-    with atomic_path(path, force) as tmp:
-        if fmt == "parquet":
-            pq.write_table(pa.table({k: pa.array(_plain(v)) for k, v in columns.items()}), tmp)
-        else:
-            with _open_text(tmp, "w") as fh:
-                w = csv.writer(fh, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
-                w.writerow(columns)
-                w.writerows(zip(*(_text_out(np.asarray(c)) for c in columns.values()),
-                                strict=True))
-    return path
-
-
-def _plain(col) -> list:
-    col = np.asarray(col)
-    if col.dtype == object:
-        return [None if v is None else str(v) for v in col]
-    return col.tolist()
-
-
-def _new_anndata(ad, ids, labels, features: Features | None):
-    import pandas as pd
-
-    obs = pd.DataFrame({k: _plain(v) for k, v in labels.items()},
-                       index=pd.Index(np.asarray(ids).astype(str)))
-    if features is None:
-        return ad.AnnData(obs=obs)
-    var = pd.DataFrame(index=pd.Index(features.names))
-    return ad.AnnData(X=features.X, obs=obs, var=var)

@@ -1,0 +1,235 @@
+"""Repulsion on new points from a fixed reference map (``ConditionalTSNE.transform``).
+
+The engines beside this one move every point of a map; here the reference points stay
+where the fit put them and only new points are evaluated against them, each on its own
+(new points do not repel each other). For a new point i::
+
+    F_i = Σ_j w_ij t_ij² (y_i − y_j),   Z_i = Σ_j w_ij t_ij,   t_ij = 1 / (1 + |y_i − y_j|²)
+
+over the reference points j, with ``w_ij`` the fitted prior's pair weight. The weight
+expands into one term per subset of the prior columns (:func:`ctsne.prior.weight_terms`),
+each a plain sum over the reference points of one joint class: one tree per class that
+new points belong to, built once since the reference is fixed.
+
+Tree. A kd-tree by median splits on the widest axis; each node keeps its centre of mass
+and the squared diagonal of its bounding box. A node is summarised as a monopole at its
+centre of mass when ``diameter < θ · distance``; ``theta=0`` is exact. Unlike
+:mod:`ctsne.forces.repulsion.barnes_hut`, which rebuilds its tree every call and walks it
+for groups of points of the same map, this tree is built once and walked per new point.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..._parallel import kernel
+from ...prior import weight_terms
+
+__all__ = ["ReferenceRepulsion", "ReferenceTree"]
+
+# Leaves hold up to this many points: below it an exact loop over the points beats
+# descending further.
+_LEAF_SIZE = 16
+# The tree's depth is at most log2(n) + 1 and the walk keeps two entries per level.
+_STACK = 130
+# Query points from which the walk runs on the thread pool: below, waking the pool costs
+# more than it saves, and much more on a machine busy with other work.
+PARALLEL_FROM_QUERIES = 1000
+# Tasks per thread of a parallel walk: the cost of a point varies with the density around
+# it, and more, smaller tasks even out the threads' shares.
+TASKS_PER_THREAD = 8
+
+
+@numba.njit(cache=True)
+def _build_tree(Y, leaf_size):
+    """kd-tree by median splits on the widest axis; node v holds ``perm[start:stop]``."""
+    n, d = Y.shape
+    cap = max(1, 2 * n)
+    perm = np.arange(n)
+    start = np.zeros(cap, dtype=np.int64)
+    stop = np.zeros(cap, dtype=np.int64)
+    child = np.full(cap, -1, dtype=np.int64)  # left child; the right one is child + 1
+    com = np.zeros((cap, d))
+    diam2 = np.zeros(cap)
+    stop[0] = n
+    todo = np.empty(cap, dtype=np.int64)
+    todo[0] = 0
+    top, n_nodes = 1, 1
+    lo = np.empty(d)
+    hi = np.empty(d)
+    while top > 0:
+        top -= 1
+        v = todo[top]
+        a, b = start[v], stop[v]
+        lo[:] = np.inf
+        hi[:] = -np.inf
+        for p in range(a, b):
+            for k in range(d):
+                x = Y[perm[p], k]
+                com[v, k] += x
+                lo[k] = min(lo[k], x)
+                hi[k] = max(hi[k], x)
+        widest, span = 0, -1.0
+        for k in range(d):
+            com[v, k] /= b - a
+            diam2[v] += (hi[k] - lo[k]) ** 2
+            if hi[k] - lo[k] > span:
+                widest, span = k, hi[k] - lo[k]
+        if b - a <= leaf_size or diam2[v] == 0.0:
+            continue
+        seg = perm[a:b].copy()
+        perm[a:b] = seg[np.argsort(Y[seg, widest])]
+        mid = (a + b) // 2
+        child[v] = n_nodes
+        start[n_nodes], stop[n_nodes] = a, mid
+        start[n_nodes + 1], stop[n_nodes + 1] = mid, b
+        todo[top], todo[top + 1] = n_nodes, n_nodes + 1
+        top += 2
+        n_nodes += 2
+    return perm, start[:n_nodes], stop[:n_nodes], child[:n_nodes], com[:n_nodes], diam2[:n_nodes]
+
+
+@numba.njit(cache=True, inline="always")
+def _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, stack, f):
+    """Add ``coef·Σ_j t_ij² (y_i − y_j)`` to F[i] and ``coef·Σ_j t_ij`` to Z[i]."""
+    d = Yq.shape[1]
+    stack[0] = 0
+    top = 1
+    z = 0.0
+    f[:] = 0.0
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        if child[v] < 0:
+            for p in range(start[v], stop[v]):
+                r2 = 0.0
+                for k in range(d):
+                    r2 += (Yq[i, k] - Ys[p, k]) ** 2
+                t = 1.0 / (1.0 + r2)
+                z += t
+                for k in range(d):
+                    f[k] += t * t * (Yq[i, k] - Ys[p, k])
+            continue
+        r2 = 0.0
+        for k in range(d):
+            r2 += (Yq[i, k] - com[v, k]) ** 2
+        if diam2[v] < theta2 * r2:
+            cnt = stop[v] - start[v]
+            t = 1.0 / (1.0 + r2)
+            z += cnt * t
+            for k in range(d):
+                f[k] += cnt * t * t * (Yq[i, k] - com[v, k])
+        else:
+            stack[top] = child[v]
+            stack[top + 1] = child[v] + 1
+            top += 2
+    Z[i] += coef * z
+    for k in range(d):
+        F[i, k] += coef * f[k]
+
+
+@kernel(PARALLEL_FROM_QUERIES)
+def _query(Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, n_tasks):
+    """:func:`_query_point` for every row of ``Yq``, in ``n_tasks`` contiguous runs."""
+    m, d = Yq.shape
+    for c in numba.prange(n_tasks):
+        stack = np.empty(_STACK, dtype=np.int64)
+        f = np.empty(d)
+        for i in range(c * m // n_tasks, (c + 1) * m // n_tasks):
+            _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z,
+                         stack, f)
+
+
+class ReferenceTree:
+    """A fixed point set, summarised once for evaluations at other points.
+
+    Parameters
+    ----------
+    Y : ndarray (n, d)
+        The reference points.
+    """
+
+    def __init__(self, Y: np.ndarray):
+        perm, self.start, self.stop, self.child, self.com, self.diam2 = _build_tree(
+            np.ascontiguousarray(Y, dtype=np.float64), _LEAF_SIZE)
+        self.Ys = np.ascontiguousarray(Y[perm], dtype=np.float64)
+
+    def add(self, Yq: np.ndarray, theta: float, coef: float, F: np.ndarray,
+            Z: np.ndarray) -> None:
+        """Add ``coef·Σ_j t_ij² (y_i − y_j)`` to ``F[i]`` and ``coef·Σ_j t_ij`` to ``Z[i]``.
+
+        Parameters
+        ----------
+        Yq : ndarray (m, d), float64, C-contiguous
+            The query points i.
+        theta : float
+            Opening angle (0: exact).
+        coef : float
+            Factor on both sums.
+        F : ndarray (m, d)
+        Z : ndarray (m,)
+            Accumulated in place.
+        """
+        _query(Yq, self.Ys, self.start, self.stop, self.child, self.com, self.diam2,
+               float(theta) ** 2, float(coef), F, Z,
+               TASKS_PER_THREAD * numba.get_num_threads(), work=len(Yq))
+
+
+class ReferenceRepulsion:
+    """``F_i = Σ_j w_ij t_ij² (y_i − y_j)`` and ``Z_i = Σ_j w_ij t_ij`` over reference j.
+
+    The pair weight ``Π_m (β'_m + (α'_m − β'_m)[same class in m])`` expands into one term
+    per subset of the prior columns ("same class in all of them",
+    :func:`ctsne.prior.weight_terms`), each a plain sum over the reference points of one
+    joint class: one tree per class that new points belong to.
+
+    Parameters
+    ----------
+    Y_ref : ndarray (n, d)
+    codes_ref, codes_new : list of ndarray of int
+        Class codes per prior column (−1 for a new point: no reference point shares it).
+    alphas, betas : sequence of float
+        α'_m and β'_m per column.
+    theta : float
+        Barnes-Hut opening angle (0: exact).
+    """
+
+    def __init__(self, Y_ref, codes_ref, codes_new, alphas, betas, theta: float = 0.5):
+        self.theta = float(theta)
+        m = len(codes_new[0]) if codes_new else None
+        self.terms: list[tuple[float, np.ndarray | None, ReferenceTree]] = []
+        for coef, subset in weight_terms(alphas, betas):
+            coef = float(coef)
+            if not subset:
+                self.terms.append((coef, None, ReferenceTree(Y_ref)))
+                continue
+            ref = np.stack([codes_ref[k] for k in subset], axis=1)
+            new = np.stack([codes_new[k] for k in subset], axis=1)
+            known = np.all(new >= 0, axis=1)
+            _, inv = np.unique(np.concatenate([ref, new[known]]), axis=0,
+                               return_inverse=True)
+            inv = inv.reshape(-1)
+            g_ref = inv[: len(ref)]
+            g_new = np.full(m, -1, dtype=np.int64)
+            g_new[known] = inv[len(ref):]
+            for g in np.unique(g_new[g_new >= 0]):
+                members = np.flatnonzero(g_ref == g)
+                if len(members):
+                    self.terms.append((coef, np.flatnonzero(g_new == g),
+                                       ReferenceTree(Y_ref[members])))
+
+    def __call__(self, Y_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(F, Z)`` at the new points ``Y_new`` (m, d)."""
+        Y_new = np.ascontiguousarray(Y_new, dtype=np.float64)
+        F = np.zeros_like(Y_new)
+        Z = np.zeros(len(Y_new))
+        for coef, rows, tree in self.terms:
+            if rows is None:
+                tree.add(Y_new, self.theta, coef, F, Z)
+            else:
+                Fg, Zg = np.zeros((len(rows), Y_new.shape[1])), np.zeros(len(rows))
+                tree.add(np.ascontiguousarray(Y_new[rows]), self.theta, coef, Fg, Zg)
+                F[rows] += Fg
+                Z[rows] += Zg
+        return F, Z

@@ -1,0 +1,188 @@
+"""``ctsne embed``: embed a table, factoring out the prior columns.
+
+The subcommand body (the parser and the exit codes are in :mod:`ctsne.interfaces.cli.main`).
+``--reference`` hands over to :mod:`.reference`, ``--resume`` loads through :mod:`.resume`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
+from . import defaults
+from .interrupt import CtrlC
+from .shared import fmt, note
+
+__all__ = ["embed"]
+
+
+def embed(args: argparse.Namespace) -> int:
+    """The body of ``ctsne embed``; returns the exit code (130 when interrupted)."""
+    from ..files.writing import check_output, forget_finished
+
+    if args.reference:
+        from .reference import place
+
+        return place(args)
+    if args.with_reference:
+        raise DataError("--with-reference needs --reference MODEL")
+
+    outputs = [check_output(args.output, args.force, EMBEDDING_FORMATS)]
+    if args.plot:
+        outputs.append(check_output(args.plot, args.force, FIGURE_FORMATS))
+        if args.dims is not None and args.dims < 2:
+            raise DataError("--plot needs --dims 2 or more")
+    if args.save_model:
+        outputs.append(check_output(args.save_model, args.force))
+    if args.compare and not (args.plot and args.prior):
+        raise DataError("--compare draws t-SNE beside ct-SNE: it needs --plot and --prior")
+    if args.compare and args.resume:
+        raise DataError("--compare needs a fresh fit (the t-SNE follows the same schedule "
+                        "from the same start); run it without --resume")
+    paths = [Path(args.input).resolve(), *(p.resolve() for p in outputs)]
+    if len(set(paths)) < len(paths):
+        raise DataError("the input and output files must all be different")
+    forget_finished()  # an abort removes only what this command writes
+    ctrl_c = CtrlC()
+    with ctrl_c.installed(), warnings.catch_warnings():
+        if args.quiet:
+            warnings.filterwarnings("ignore", message=".*carries no information")
+        return _embed(args, ctrl_c)
+
+
+def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
+    from ..files.features import prepare_features
+    from ..files.tables import read_table
+    from ..files.writing import forget_finished, write_embedding
+
+    table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer,
+                       sep=args.sep)
+    if args.meta:
+        meta = read_table(args.meta, sep=args.sep)
+        if meta.n_rows != table.n_rows:
+            raise DataError(f"{args.meta} has {meta.n_rows} rows but {args.input} has "
+                            f"{table.n_rows}; they must have the same rows, in order")
+        table.columns.update(meta.columns)
+    if args.marker:
+        from ...plotting.figures import marker_levels
+
+        # fail now, not after the embedding has been computed and written
+        try:
+            marker_levels(table.column(args.marker), f"--marker column {args.marker!r}")
+        except DataError:
+            raise
+        except ValueError as exc:
+            raise DataError(f"{exc} (--color {args.marker})") from None
+    color = args.color or (args.prior[0] if args.prior and args.plot else None)
+    labels = list(dict.fromkeys([*args.prior, *(c for c in (color, args.marker) if c),
+                                 *args.keep]))
+    for name in labels:
+        table.column(name)  # fail early, listing the columns, if one is missing
+    exclude = [*args.exclude, *([] if args.include_prior else args.prior)]
+    feats = prepare_features(table, args.columns, exclude, args.categorical,
+                             args.standardize, args.drop_missing, args.prior)
+    if len(feats.X) < 3:
+        raise DataError(f"{args.input} has {len(feats.X)} usable rows: t-SNE needs at "
+                        "least 3 points (and more than the perplexity)")
+    n_read, table = table.n_rows, table.take(feats.rows)
+    prior = [table.columns[c] for c in args.prior] or None
+    if prior is not None:
+        from ...prior import make_prior
+
+        # a bad prior or weight fails now, before the notes and the long work; the fit
+        # warns about an uninformative prior, once
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            make_prior(prior, len(feats.X), **defaults.set_options(
+                beta=args.beta, alpha=args.alpha, combine=args.combine))
+    for message in feats.notes:
+        note(args, f"note: {message}")
+    for name, col in zip(args.prior, prior or [], strict=False):
+        n_miss = int(sum(v is None or v != v for v in col))
+        if n_miss:
+            note(args, f"note: {n_miss} rows have no {name!r} label; they form a class of "
+                 "their own (drop them with --drop-missing)")
+
+    model, interrupted = _fit(args, feats.X, prior, ctrl_c)
+    Y = model.embedding_
+    plain = None
+    if args.compare and interrupted:
+        note(args, "note: no t-SNE panel for --compare: the ct-SNE run was interrupted")
+    elif args.compare:
+        # before anything is written: Ctrl-C here aborts the whole command cleanly
+        note(args, "t-SNE for --compare: the same affinities and start, no prior")
+        plain = model.tsne_counterpart()
+    write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
+                    args.force, table.adata, feats)
+    if args.save_model:
+        from ..files.models import annotate, save_model
+        from .resume import fingerprint
+
+        annotate(model, fingerprint(feats.X, args), feats.names, args.standardize)
+        save_model(model, args.save_model, args.force)
+    if args.plot:
+        _plot(args, model, Y, plain, table, color)
+    forget_finished()  # all written: an abort from here on keeps the files
+    if Path(args.output).suffix == ".npy" and (args.id or table.n_rows < n_read):
+        note(args, "note: .npy holds the embedding only; use .npz to keep the row ids")
+    weights = (f", α'={fmt(model.alpha_)}, β'={fmt(model.beta_)}" if args.prior else "")
+    note(args, f"wrote {args.output}: {Y.shape[0]} points, {model.n_iter_} iterations, "
+         f"KL {model.kl_divergence_:.4f}{weights}")
+    if interrupted:
+        print(f"ctsne: interrupted after {model.n_iter_} iterations: {args.output} holds a "
+              "PARTIAL embedding" + (f"; continue with --resume {args.save_model}"
+                                     if args.save_model else ""), file=sys.stderr)
+        return 130
+    return 0
+
+
+def _plot(args, model, Y, plain, table, color) -> None:
+    """Draw ``--plot``: the embedding, or with ``--compare`` the t-SNE (``plain``) beside it."""
+    # through the module, so that a test can watch the calls
+    from ...plotting import figures as plotting
+
+    colors = table.columns[color] if color else None
+    markers = table.columns[args.marker] if args.marker else None
+    if plain is not None:
+        mode = getattr(model, "affinities_", "standard")
+        # the t-SNE panel shares the ct-SNE's P: say so when it is not t-SNE's own
+        fig = plotting.plot_comparison(
+            plain.embedding_, Y, {c: table.columns[c] for c in args.prior}, colors,
+            markers, color_name=color, marker_name=args.marker,
+            tsne_title="t-SNE" if mode == "standard" else f"t-SNE on the {mode} P")
+    else:
+        title = f"ct-SNE, prior {' & '.join(args.prior)}" if args.prior else "t-SNE"
+        fig = plotting.plot_embedding(Y, colors, markers, title=title, color_name=color,
+                                      marker_name=args.marker, random_state=0).figure
+    plotting.save_figure(fig, args.plot, args.force)
+
+
+def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC):
+    """Fit (or, with --resume, continue) the model; returns (model, interrupted)."""
+    from ...estimator.tsne import ConditionalTSNE
+
+    if args.resume:
+        from .resume import load_for_resume
+
+        model = load_for_resume(args, X, prior, lambda m: note(args, m))
+        # without --n-iter, as many further iterations as a new fit would run
+        n_iter = defaults.estimator("n_iter") if args.n_iter is None else args.n_iter
+        with ctrl_c.watching(model):
+            model.optimize(n_iter=n_iter)
+    else:
+        # only the options the user set: the estimator's defaults apply to the rest
+        model = ConditionalTSNE(
+            **defaults.set_options(
+                n_components=args.dims, perplexity=args.perplexity, beta=args.beta,
+                alpha=args.alpha, combine=args.combine, method=args.method,
+                n_iter=args.n_iter, affinities=args.affinities,
+                within_weight=args.within_weight,
+                early_exaggeration_iter=args.exaggeration_iter, random_state=args.seed,
+                n_jobs=args.threads),
+            verbose=not args.quiet)
+        with ctrl_c.watching(model):
+            model.fit_transform(X, prior)
+    return model, ctrl_c.stop or model.interrupted_

@@ -1,0 +1,98 @@
+"""Model files: a fitted :class:`~ctsne.ConditionalTSNE` pickled by ``ctsne embed --save-model``.
+
+``embed --resume`` continues such a model and ``embed --reference`` places new rows into
+it; both load it with :func:`load_model`. What the command line stores with a model
+beyond the estimator's own state (:func:`annotate`) is written in one place.
+
+Only load files you trust: unpickling runs code.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .formats import DataError
+from .writing import atomic_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...estimator.tsne import ConditionalTSNE
+
+__all__ = ["annotate", "load_model", "provenance", "save_model"]
+
+# Models saved before ConditionalTSNE.describe_input existed carry these attributes instead
+# of ``input_provenance_``; :func:`provenance` reads both.
+_OLD_ATTRIBUTES = {"cli_fingerprint": "cli_fingerprint_", "standardized": "standardized_"}
+
+
+def annotate(model: ConditionalTSNE, fingerprint: dict, feature_names: Sequence[str],
+             standardized: bool) -> None:
+    """Record with ``model`` what the command line needs when it loads the model again.
+
+    Parameters
+    ----------
+    model : ConditionalTSNE
+        The fitted model, about to be saved.
+    fingerprint : dict
+        The input's shape and hash and the prior columns, which ``embed --resume``
+        checks (:func:`ctsne.interfaces.cli.resume.fingerprint`).
+    feature_names : sequence of str
+        The feature columns, by which ``embed --reference`` lines up a new table.
+    standardized : bool
+        Whether the features were standardised (``embed --reference`` refuses those).
+    """
+    model.describe_input(list(feature_names), cli_fingerprint=fingerprint,
+                         standardized=bool(standardized))
+
+
+def provenance(model: ConditionalTSNE) -> dict:
+    """What :func:`annotate` recorded with ``model`` (empty for a model saved elsewhere).
+
+    Reads models saved by earlier versions too, which kept the same facts as attributes.
+    """
+    recorded = getattr(model, "input_provenance_", None)
+    if recorded is not None:
+        return dict(recorded)
+    return {key: getattr(model, attr) for key, attr in _OLD_ATTRIBUTES.items()
+            if hasattr(model, attr)}
+
+
+def save_model(model: ConditionalTSNE, path: str | os.PathLike, force: bool = False) -> None:
+    """Pickle ``model`` to ``path`` atomically (an existing file only with ``force``)."""
+    with atomic_path(path, force) as tmp, open(tmp, "wb") as fh:
+        pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_model(path: str | os.PathLike, advice: str | None = None) -> ConditionalTSNE:
+    """The fitted model pickled at ``path``.
+
+    Parameters
+    ----------
+    path : path
+        A file written by ``ctsne embed --save-model`` (or ``pickle.dump`` of a fitted
+        model).
+    advice : str, optional
+        Added in parentheses to the error for a file that holds no fitted model.
+
+    Returns
+    -------
+    ConditionalTSNE
+
+    Raises
+    ------
+    DataError
+        When the file cannot be unpickled or holds something else than a fitted model.
+    """
+    from ...estimator.tsne import ConditionalTSNE
+
+    try:
+        with open(path, "rb") as fh:
+            model = pickle.load(fh)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+        raise DataError(f"cannot load the model {path}: {exc}") from None
+    if not isinstance(model, ConditionalTSNE) or not hasattr(model, "embedding_"):
+        raise DataError(f"{path} is not a fitted ConditionalTSNE model"
+                        + (f" ({advice})" if advice else ""))
+    return model

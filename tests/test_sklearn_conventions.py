@@ -1,0 +1,83 @@
+"""ConditionalTSNE against scikit-learn's estimator checks (sklearn.utils.estimator_checks).
+
+The checks fit on 10 to 150 points, so the estimator runs with settings that small data
+allows (perplexity 2: k = 6 neighbours) and a few iterations: the checks test the API,
+not the embedding.
+"""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import (
+    check_dataframe_column_names_consistency,
+    parametrize_with_checks,
+)
+
+from ctsne import ConditionalTSNE
+
+FAST = dict(perplexity=2.0, early_exaggeration_iter=5, n_iter=5, method="exact",
+            random_state=0, n_jobs=1)
+
+# Checks that test something ConditionalTSNE does differently on purpose, by name.
+EXPECTED_FAILURES = {
+    "check_fit_score_takes_y": (
+        "fit's second positional argument is the prior (the labels to factor out), so it "
+        "is named prior, not y; a Pipeline passes it positionally all the same"),
+    "check_transformer_general": (
+        "transform places new points into the fitted map without moving it "
+        "(out-of-sample); t-SNE has no mapping that would give the training points their "
+        "fit_transform coordinates, so transform(X_train) differs from fit_transform"),
+    "check_transformer_data_not_an_array": (
+        "the same comparison of transform with fit_transform as check_transformer_general, "
+        "on lists and array-likes"),
+}
+
+_HAS_EXPECTED = "expected_failed_checks" in inspect.signature(parametrize_with_checks).parameters
+
+
+def _check_name(check) -> str:
+    while hasattr(check, "func"):  # functools.partial around the check
+        check = check.func
+    return check.__name__
+
+
+if _HAS_EXPECTED:  # scikit-learn ≥ 1.6 marks them xfail with the reason
+    _checks = parametrize_with_checks([ConditionalTSNE(**FAST)],
+                                      expected_failed_checks=lambda est: EXPECTED_FAILURES)
+else:
+    _checks = parametrize_with_checks([ConditionalTSNE(**FAST)])
+
+
+@_checks
+def test_sklearn_estimator_checks(estimator, check):
+    name = _check_name(check)
+    if not _HAS_EXPECTED and name in EXPECTED_FAILURES:
+        pytest.skip(EXPECTED_FAILURES[name])
+    check(estimator)
+
+
+def test_dataframe_column_names():
+    """Not among the default checks: names from a DataFrame, compared in transform."""
+    pytest.importorskip("pandas")
+    check_dataframe_column_names_consistency("ConditionalTSNE", ConditionalTSNE(**FAST))
+
+
+def test_arrays_after_a_dataframe_fit_are_not_compared_by_name(rng):
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame(rng.normal(size=(30, 3)), columns=["a", "b", "c"])
+    model = ConditionalTSNE(**FAST).fit(X)
+    np.testing.assert_array_equal(model.feature_names_in_, ["a", "b", "c"])
+    assert model.feature_names_in_.dtype == object
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an array is taken as aligned (the CLI's case)
+        assert model.transform(X.to_numpy()[:4]).shape == (4, 2)
+    model.fit(X.to_numpy())
+    assert not hasattr(model, "feature_names_in_")  # a refit on an array forgets them
+
+
+def test_get_feature_names_out(rng):
+    model = ConditionalTSNE(**FAST).fit(rng.normal(size=(20, 3)))
+    np.testing.assert_array_equal(model.get_feature_names_out(),
+                                  ["conditionaltsne0", "conditionaltsne1"])
