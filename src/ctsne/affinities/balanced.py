@@ -10,7 +10,7 @@ however far the class lies — mix the blocks with fixed weights per row and sym
 
 ``balanced`` (batch-balanced kNN, as BBKNN does for single-cell data)
     Own class: k = 3·perplexity neighbours at the given perplexity, weight
-    ``within_weight`` (default 0.85, :func:`default_within_weight`). With at most
+    ``within_weight`` (default 0.85, :data:`ctsne.affinities.options.WITHIN_WEIGHT`). With at most
     :data:`PER_CLASS_UP_TO` other classes every other class m is a block of
     ``min(k, max(K_MIN, ⌈k/(L−1)⌉))`` neighbours at a perplexity scaled by the same
     factor (:func:`block_perplexity`), the blocks
@@ -42,32 +42,17 @@ from .calibration import (
     calibrate_row,
     n_neighbors_for,
 )
+from .options import default_within_weight
 from .symmetry import symmetrize
 
 __all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",
-           "block_perplexity", "default_within_weight"]
+           "block_perplexity"]
 
 # Up to this many other classes each gets a block of its own (L − 1 searches with a
 # small k, about one full search in all); above, the other classes are pooled.
 PER_CLASS_UP_TO = 8
 # Fewest neighbours of a per-class block (its perplexity is a third of that).
 K_MIN = 10
-
-
-def default_within_weight(mode: str) -> float:
-    """The own-class weight used when ``within_weight`` is None.
-
-    Balanced: 0.85. Measured (experiments/separated_priors.py, batch homogeneity /
-    digit homogeneity, k = 10): on a one-pixel shift of half of sklearn's digits,
-    0.5 gives 0.59 / 0.82, 0.7 gives 0.65 / 0.90, 0.85 gives 0.66 / 0.95 (standard P:
-    0.74 / 0.96); on batches that are pure offsets (synthetic, simulated scanner) all
-    three reach chance level (0.30-0.33 of 0.33, 0.47-0.48 of 0.5). A large share for
-    the other classes pulls points towards wrong counterparts where the batch effect is
-    not a simple offset. Revised: α = 0.5.
-    """
-    if mode not in ("balanced", "revised"):
-        raise ValueError(f"no within-class weight for affinities={mode!r}")
-    return 0.85 if mode == "balanced" else 0.5
 
 
 @numba.njit(cache=True)

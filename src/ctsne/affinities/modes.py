@@ -9,6 +9,7 @@ standard P, bit for bit the P of ``affinities="standard"``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,10 +20,7 @@ from .balanced import balanced_affinities, revised_affinities
 from .mixing import PriorMixing, prior_mixing, table_mixing
 from .standard import standard_conditional
 
-__all__ = ["AFFINITIES", "Affinities", "check_affinity_params", "input_affinities"]
-
-AFFINITIES = ("auto", "standard", "balanced", "revised")
-
+__all__ = ["Affinities", "given_affinities", "input_affinities", "warn_if_separated"]
 
 @dataclass
 class Affinities:
@@ -44,24 +42,16 @@ class Affinities:
     mixing: PriorMixing | None
     standard_mixing: PriorMixing | None = None
 
-
-def check_affinity_params(affinities, within_weight) -> None:
-    """Reject an unknown mode or a weight outside (0, 1] before any work."""
-    if affinities not in AFFINITIES:
-        raise ValueError(f"affinities must be one of {AFFINITIES}, got {affinities!r}")
-    if within_weight is None:
-        return
-    try:
-        w = float(within_weight)
-    except (TypeError, ValueError):
-        w = np.nan
-    if not np.isfinite(w) or not 0.0 < w <= 1.0:
-        raise ValueError(f"within_weight must be a number in (0, 1) (revised: (0, 1]), "
-                         f"got {within_weight!r}; leave it None for the default "
-                         "(balanced 0.85, revised 0.5)")
-    if w == 1.0 and affinities == "balanced":
-        raise ValueError("within_weight=1 gives the other classes no weight; use a value "
-                         "in (0, 1) with affinities='balanced'")
+    def describe(self, seconds: float) -> list[str]:
+        """What a verbose fit prints about this P, a line each."""
+        lines = [f"affinities ({self.mode}): {self.P.shape[0]} points, {self.P.nnz} "
+                 f"non-zeros, {seconds:.1f} s"]
+        if self.standard_mixing is not None:
+            lines.append(f"standard {self.standard_mixing.summary()}: the prior separates "
+                         "the data, so P is label-balanced (affinities='balanced')")
+        if self.mixing is not None:
+            lines.append(self.mixing.summary())
+        return lines
 
 
 def input_affinities(X, perplexity, classes=None, affinities="auto", within_weight=None,
@@ -107,3 +97,22 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     del table  # frees the conditional affinities before the balanced search
     P = balanced_affinities(X, classes, perplexity, within_weight, known=known, **search)
     return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=mixing)
+
+
+def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities:
+    """A P built elsewhere (e.g. from precomputed neighbours) with its diagnostic."""
+    return Affinities(P, "standard", None if classes is None else prior_mixing(P, classes))
+
+
+def warn_if_separated(built: Affinities, stacklevel: int) -> None:
+    """Warn when a standard P cannot remove the prior: its classes barely connect.
+
+    ``stacklevel`` as for :func:`warnings.warn`, counted from the caller of this function.
+    """
+    mixing = built.mixing
+    if built.mode == "standard" and mixing is not None and mixing.separates:
+        warnings.warn(
+            f"the prior separates the data: only {100 * mixing.cross:.1f} % of P's mass "
+            f"lies across classes (random labels: {100 * mixing.expected:.1f} %), so "
+            "ct-SNE cannot remove it; use affinities='balanced' "
+            "(CLI: --affinities balanced)", UserWarning, stacklevel=stacklevel + 1)

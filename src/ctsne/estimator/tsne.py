@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 
 from .._progress import progress_bar
 from ..affinities.mixing import prior_mixing
-from ..affinities.modes import input_affinities
+from ..affinities.modes import given_affinities, input_affinities, warn_if_separated
 from ..checks import check_spread
 from ..forces.gradient import ConditionalGradient
 from ..optimization.initialization import initial_embedding
@@ -25,15 +25,8 @@ from ..optimization.optimizer import (
     gradient_descent,
 )
 from ..prior import Prior, make_prior
-from .parameters import (
-    check_feature_names,
-    check_P,
-    check_params,
-    check_X,
-    resolved,
-    threads,
-    with_parameters,
-)
+from .parameters import resolved, with_parameters
+from .validation import check_feature_names, check_P, check_params, check_X, threads
 
 try:  # scikit-learn ≥ 1.6
     from sklearn.utils.validation import validate_data
@@ -209,7 +202,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             if by is None and self.prior_ is not None and self.affinities != "auto":
                 by = self.prior_.joint_codes()  # e.g. revised P with beta=1 (plain Q)
             if knn is None:
-                self.P_, self.perplexity_ = self._affinities(X, by), float(self.perplexity)
+                built, self.perplexity_ = self._affinities(X, by), float(self.perplexity)
             else:
                 from ..affinities.precomputed import knn_affinities
 
@@ -217,8 +210,11 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                     raise ValueError(f"affinities={self.affinities!r} searches its own "
                                      "neighbours within and across classes; it cannot use "
                                      "precomputed knn (use affinities='auto' or 'standard')")
-                self.P_, self.perplexity_ = knn_affinities(*knn, self.perplexity)
-                self._record_mixing(self.P_, by)
+                P, self.perplexity_ = knn_affinities(*knn, self.perplexity)
+                built = given_affinities(P, by)
+            self.P_, self.affinities_ = built.P, built.mode
+            self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
+            warn_if_separated(built, stacklevel=4)  # the user's call to fit (through fit_transform)
             self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
             self._optimize_from(Y0)
         return self.embedding_
@@ -417,37 +413,11 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                                  metric=self.metric, random_state=self.random_state,
                                  n_jobs=self.n_jobs,
                                  progress=progress if bar is not None else None)
-        P, self.affinities_ = built.P, built.mode
-        self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
         if bar is not None:
             bar.close()
-            print(f"ctsne: affinities ({built.mode}): {X.shape[0]} points, {P.nnz} "
-                  f"non-zeros, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-            if built.standard_mixing is not None:
-                print(f"ctsne: standard {built.standard_mixing.summary()}: the prior separates "
-                      "the data, so P is label-balanced (affinities='balanced')",
-                      file=sys.stderr)
-            if built.mixing is not None:
-                print(f"ctsne: {built.mixing.summary()}", file=sys.stderr)
-        self._warn_if_separated(built.mode, built.mixing)
-        return P
-
-    def _record_mixing(self, P, classes: np.ndarray | None) -> None:
-        """The diagnostic for a P built outside :func:`input_affinities` (precomputed knn)."""
-        from ..affinities.mixing import prior_mixing
-
-        self.affinities_, self.standard_mixing_ = "standard", None
-        self.prior_mixing_ = None if classes is None else prior_mixing(P, classes)
-        self._warn_if_separated("standard", self.prior_mixing_)
-
-    @staticmethod
-    def _warn_if_separated(mode: str, mixing) -> None:
-        if mode == "standard" and mixing is not None and mixing.separates:
-            warnings.warn(
-                f"the prior separates the data: only {100 * mixing.cross:.1f} % of P's mass "
-                f"lies across classes (random labels: {100 * mixing.expected:.1f} %), so "
-                "ct-SNE cannot remove it; use affinities='balanced' "
-                "(CLI: --affinities balanced)", UserWarning, stacklevel=5)
+            for line in built.describe(time.perf_counter() - t0):
+                print(f"ctsne: {line}", file=sys.stderr)
+        return built
 
     def _gradient(self) -> ConditionalGradient:
         method = self.method

@@ -3,12 +3,11 @@
 The command line passes to :class:`~ctsne.ConditionalTSNE` only the options the user set,
 so each default lives in the library alone; where a help text states a default, or an
 option needs its value, it is read here from the library, never restated. Reading
-imports the estimator, so the parser calls these only when help is shown.
+loads the estimator's parameter table (no numba, scipy or scikit-learn), and the
+parser calls these only when help is shown.
 """
 
 from __future__ import annotations
-
-import inspect
 
 __all__ = ["beta", "estimator", "help_value", "set_options", "within_weight"]
 
@@ -24,11 +23,11 @@ def estimator(name: str):
     Returns
     -------
     object
-        Its default in the signature.
+        Its default (the estimator's signature has the same; a test keeps them equal).
     """
-    from ...estimator.tsne import ConditionalTSNE
+    from ...estimator.parameters import PARAMETERS
 
-    return inspect.signature(ConditionalTSNE).parameters[name].default
+    return PARAMETERS[name].default
 
 
 def beta() -> float:
@@ -42,7 +41,7 @@ def beta() -> float:
 def within_weight(mode: str) -> float:
     """The own-class weight of the ``"balanced"`` or ``"revised"`` affinities when
     ``within_weight`` is not given."""
-    from ...affinities.balanced import default_within_weight
+    from ...affinities.options import default_within_weight
 
     return default_within_weight(mode)
 

@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--beta", type=float, help="β': weight of pairs in different prior "
                    "classes (default {beta:g}; > 1 strengthens the prior)")
     w.add_argument("--alpha", type=float, help="α': weight of pairs in the same class")
-    p.add_argument("--affinities", choices=("auto", "standard", "balanced", "revised"),
+    from ...affinities.options import AFFINITIES  # plain Python: start-up stays quick
+
+    p.add_argument("--affinities", choices=AFFINITIES,
                    help="input affinities: 'balanced' draws each point's "
                    "neighbours from its own and the other prior classes separately, "
                    "'revised' is revised ct-SNE; 'auto' (default) switches to balanced when "

@@ -111,8 +111,8 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *,
         Further :class:`~ctsne.ConditionalTSNE` parameters (perplexity, n_iter, …).
     """
     require_bokeh()
-    from ...estimator.parameters import check_X
     from ...estimator.tsne import ConditionalTSNE
+    from ...estimator.validation import check_X
     from .session import Session
 
     X = check_X(X)

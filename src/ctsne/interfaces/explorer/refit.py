@@ -116,8 +116,8 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
         ``base.P_`` or the balanced P of a separating prior); a callback that returns True
         ends the run early.
     """
-    from ...estimator.parameters import check_X
     from ...estimator.tsne import ConditionalTSNE
+    from ...estimator.validation import check_X
     from ...prior import make_prior
 
     X = check_X(X)

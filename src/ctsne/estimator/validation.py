@@ -1,0 +1,189 @@
+"""Checks of a fit's inputs: the parameters (from :data:`~.parameters.PARAMETERS`), X, P.
+
+Also the thread limit a fit runs under (``n_jobs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from ..affinities.calibration import n_neighbors_for
+from ..affinities.options import check_affinity_params
+from .parameters import MAX_DIMS, PARAMETERS
+
+__all__ = ["check_P", "check_X", "check_feature_names", "check_params", "threads"]
+
+
+def _dims_fit_method(p: Mapping[str, Any]) -> None:
+    limit = MAX_DIMS.get(p["method"])
+    if limit is not None and p["n_components"] > limit:
+        raise ValueError(
+            f"method={p['method']!r} supports up to {limit} output dimensions, got "
+            f"n_components={p['n_components']}; use method='exact' or fewer components"
+        )
+
+
+def _one_weight(p: Mapping[str, Any]) -> None:
+    if p["beta"] is not None and p["alpha"] is not None:
+        raise ValueError(f"give beta or alpha, not both (got beta={p['beta']!r}, "
+                         f"alpha={p['alpha']!r}): the other follows from the class sizes")
+
+
+# Rules over several parameters, after each parameter's own check.
+RULES: tuple[Callable[[Mapping[str, Any]], None], ...] = (
+    _dims_fit_method,
+    lambda p: check_affinity_params(p["affinities"], p["within_weight"]),
+    _one_weight,
+)
+
+
+def check_params(params: Mapping[str, Any], n: int, *, builds_affinities: bool = True) -> None:
+    """Raise ValueError naming the first parameter that the table or a rule refuses.
+
+    Parameters
+    ----------
+    params : mapping
+        ``estimator.get_params()``.
+    n : int
+        Number of points to embed.
+    builds_affinities : bool
+        False when P is given (``fit_affinities``): the perplexity is then not used, so
+        it is not checked against ``n``.
+    """
+    for name, row in PARAMETERS.items():
+        value = params[name]
+        if row.accepts is not None and not row.accepts(value):
+            raise ValueError(row.message.format(name=name, value=value))
+    for rule in RULES:
+        rule(params)
+    if n < 3:
+        raise ValueError(f"t-SNE needs at least 3 points, got n_samples={n}")
+    if builds_affinities:
+        perplexity = params["perplexity"]
+        if perplexity >= n_neighbors_for(perplexity, n):
+            raise ValueError(
+                f"perplexity={perplexity} is too large for {n} points: it must be below "
+                f"n − 1 = {n - 1} (the neighbours available); "
+                f"use perplexity ≤ {max(1, (n - 2) // 3)} or more points"
+            )
+
+
+@contextlib.contextmanager
+def threads(n_jobs: int | None):
+    """Apply ``n_jobs`` for the duration of a fit: numba's thread count (None, -1: all)."""
+    if n_jobs is None or n_jobs == -1:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def check_X(X) -> np.ndarray:
+    """``X`` as a finite float64 array (n_samples, n_features); clear errors otherwise.
+
+    A float64 array is returned as is (no copy).
+    """
+    if hasattr(X, "toarray"):
+        raise TypeError("X is a sparse matrix; pass a dense array (X.toarray())")
+    try:
+        raw = np.asarray(X)
+        complex_values = np.iscomplexobj(raw)  # float64 would drop the imaginary part
+        if not complex_values:
+            X = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"X must be a numeric array of shape (n_samples, n_features): {exc}"
+        ) from None
+    if complex_values:
+        raise ValueError("Complex data not supported: X has complex values; pass their real "
+                         "part, modulus or both as features")
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features), got shape {X.shape}. "
+            + ("Reshape your data: X.reshape(-1, 1) for a single feature" if X.ndim == 1
+               else "Flatten the features")
+        )
+    if X.shape[1] == 0:
+        raise ValueError(f"X has 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
+                         "required: there is nothing to embed")
+    if not np.all(np.isfinite(X)):
+        bad = np.argwhere(~np.isfinite(X))
+        rows = ", ".join(str(r) for r in np.unique(bad[:, 0])[:10])
+        raise ValueError(
+            f"X has {len(bad)} NaN or infinite value(s) "
+            f"(rows {rows}{' …' if len(bad) > 10 else ''}); "
+            "impute or drop them first"
+        )
+    return X
+
+
+def check_feature_names(names, n_features: int) -> np.ndarray:
+    """One string per feature, as the object array scikit-learn keeps in
+    ``feature_names_in_``."""
+    out = np.empty(len(names), dtype=object)
+    out[:] = list(names)
+    if len(out) != n_features:
+        raise ValueError(f"{len(out)} feature names for {n_features} features; give one "
+                         "name per column of X")
+    if not all(isinstance(v, str) for v in out):
+        raise TypeError("feature names must be strings")
+    return out
+
+
+# P from ctsne's own builders is symmetric to rounding; a P that is not symmetrised at all
+# differs by the size of its entries.
+_SYMMETRY_TOL = 1e-9
+# As the exact objective's check: a normalised P sums to 1 up to rounding.
+_SUM_TOL = 1e-6
+
+
+def check_P(P) -> sp.csr_matrix:
+    """``P`` as the input affinities of a fit: CSR float64 (n, n), n ≥ 3, finite,
+    non-negative, symmetric, zero diagonal, summing to 1.
+
+    A CSR float64 matrix in canonical form is returned as is (the same object), so that
+    models given one P share it; anything else is converted.
+    """
+    if not (sp.issparse(P) or hasattr(P, "__array__")):
+        raise TypeError(f"P must be a sparse matrix or an array (n, n), got "
+                        f"{type(P).__name__}")
+    if not sp.issparse(P):
+        P = np.asarray(P)
+        if P.ndim != 2:
+            raise ValueError(f"P must be a square matrix (n, n), got shape {P.shape}")
+    if P.shape[0] != P.shape[1]:
+        raise ValueError(f"P must be a square matrix (n, n), got shape {P.shape}")
+    if not (sp.isspmatrix_csr(P) and P.dtype == np.float64 and P.has_canonical_format):
+        P = sp.csr_matrix(P, dtype=np.float64, copy=True)
+        P.sum_duplicates()  # sorts the indices as well
+    n = P.shape[0]
+    if n < 3:
+        raise ValueError(f"t-SNE needs at least 3 points, got n_samples={n}")
+    data = P.data
+    if not np.all(np.isfinite(data)) or (data.size and data.min() < 0):
+        raise ValueError("P must be finite and non-negative")
+    if np.any(P.diagonal() != 0):
+        raise ValueError("P must have a zero diagonal (a point is not its own neighbour)")
+    total = float(data.sum())
+    if abs(total - 1.0) > _SUM_TOL:
+        raise ValueError(f"P must sum to 1 over all pairs, it sums to {total:.6g}; "
+                         "divide it by its sum")
+    T = P.T.tocsr()  # sorted indices, as P's
+    same_pattern = (np.array_equal(T.indptr, P.indptr)
+                    and np.array_equal(T.indices, P.indices))
+    gap = (float(np.abs(T.data - data).max(initial=0.0)) if same_pattern
+           else float(abs(P - T).max()))
+    if gap > _SYMMETRY_TOL * float(data.max(initial=0.0)):
+        raise ValueError(f"P must be symmetric (p_ij = p_ji), max |P − Pᵀ| is {gap:.3g}; "
+                         "symmetrise it, e.g. (P + P.T) / 2")
+    return P
