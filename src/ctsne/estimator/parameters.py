@@ -158,6 +158,16 @@ PARAMETERS: dict[str, Parameter] = {
         "got {value!r}"),
     "early_exaggeration_iter": _integer_param(250, 0),
     "n_iter": _integer_param(500, 0, "Iterations after the early-exaggeration phase."),
+    "exaggeration": Parameter(
+        1.0, "float",
+        "Multiplies the attraction after the early-exaggeration phase (1: the ct-SNE "
+        "objective). Values above 1 move the map along the attraction-repulsion spectrum "
+        "(Böhm, Berens & Kobak, JMLR 2022) towards UMAP-like maps: tighter, more "
+        "separated clusters and more continuous structure, at the cost of within-cluster "
+        "detail; 4 is close to UMAP's balance of forces.",
+        lambda v: _finite(v) and v > 0,
+        "exaggeration must be a finite number > 0 (1 is plain t-SNE's balance), "
+        "got {value!r}"),
     "learning_rate": Parameter(
         "auto", 'float or "auto"',
         '"auto" is ``max(n / (4·exaggeration), 50)`` per phase (factor-4 gradient).',

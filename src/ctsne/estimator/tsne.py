@@ -25,7 +25,7 @@ from ..optimization.optimizer import (
     gradient_descent,
 )
 from ..prior import Prior, make_prior
-from .parameters import resolved, with_parameters
+from .parameters import PARAMETERS, resolved, with_parameters
 from .validation import check_feature_names, check_P, check_params, check_X, threads
 
 try:  # scikit-learn ≥ 1.6
@@ -102,6 +102,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         early_exaggeration: float = 12.0,
         early_exaggeration_iter: int = 250,
         n_iter: int = 500,
+        exaggeration: float = 1.0,
         learning_rate: float | str = "auto",
         init="pca",
         neighbors: str = "auto",
@@ -126,6 +127,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self.early_exaggeration = early_exaggeration
         self.early_exaggeration_iter = early_exaggeration_iter
         self.n_iter = n_iter
+        self.exaggeration = exaggeration
         self.learning_rate = learning_rate
         self.init = init
         self.neighbors = neighbors
@@ -150,6 +152,13 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         else:
             # names only: check_X converts and counts X, with its own messages
             validate_data(self, X, skip_check_array=True, ensure_2d=False, reset=reset)
+
+    def __setstate__(self, state: dict) -> None:
+        # A model pickled by an earlier version lacks the parameters added since: they
+        # take their defaults, which reproduce what that version did.
+        for name, row in PARAMETERS.items():
+            state.setdefault(name, row.default)
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -378,7 +387,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self.interrupted_ = self._stopped = False
         self._run(self.early_exaggeration_iter, self.early_exaggeration, EARLY_MOMENTUM)
         if not (self.interrupted_ or self._stopped):
-            self._run(self.n_iter, 1.0, FINAL_MOMENTUM)
+            self._run(self.n_iter, self.exaggeration, FINAL_MOMENTUM)
 
     def tsne_counterpart(self) -> ConditionalTSNE:
         """Plain t-SNE of the same data, for comparison: same P, same start, same schedule.
@@ -466,7 +475,7 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 "partial; call optimize() to continue", UserWarning, stacklevel=3)
         self.kl_divergence_ = float(grad.kl(self.embedding_))
 
-    def optimize(self, n_iter: int = 250, exaggeration: float = 1.0,
+    def optimize(self, n_iter: int = 250, exaggeration: float | None = None,
                  momentum: float = FINAL_MOMENTUM,
                  learning_rate: float | str | None = None) -> ConditionalTSNE:
         """Continue optimising a fitted embedding (momentum and gains carry over).
@@ -475,13 +484,16 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         ----------
         n_iter : int
             Further iterations.
-        exaggeration : float
-            Multiplies the attraction; 1 is the plain objective.
+        exaggeration : float or None
+            Multiplies the attraction; 1 is the plain objective. None: the estimator's
+            ``exaggeration`` (that of the phase after early exaggeration).
         momentum : float
         learning_rate : float, "auto" or None (the estimator's setting)
         """
         if not hasattr(self, "embedding_"):
             raise RuntimeError("optimize() continues a fitted model; call fit() first")
+        if exaggeration is None:
+            exaggeration = self.exaggeration
         if not isinstance(n_iter, numbers.Integral) or n_iter < 0:
             raise ValueError(f"n_iter must be an integer ≥ 0, got {n_iter!r}")
         if not isinstance(exaggeration, numbers.Real) or not np.isfinite(exaggeration) \

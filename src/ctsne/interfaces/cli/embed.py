@@ -171,7 +171,7 @@ def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC):
         # without --n-iter, as many further iterations as a new fit would run
         n_iter = defaults.estimator("n_iter") if args.n_iter is None else args.n_iter
         with ctrl_c.watching(model):
-            model.optimize(n_iter=n_iter)
+            model.optimize(n_iter=n_iter, exaggeration=args.exaggeration)
     else:
         # only the options the user set: the estimator's defaults apply to the rest
         model = ConditionalTSNE(
@@ -180,7 +180,8 @@ def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC):
                 alpha=args.alpha, combine=args.combine, method=args.method,
                 n_iter=args.n_iter, affinities=args.affinities,
                 within_weight=args.within_weight,
-                early_exaggeration_iter=args.exaggeration_iter, random_state=args.seed,
+                early_exaggeration_iter=args.exaggeration_iter,
+                exaggeration=args.exaggeration, random_state=args.seed,
                 n_jobs=args.threads),
             verbose=not args.quiet)
         with ctrl_c.watching(model):

@@ -148,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exaggeration-iter", type=int, metavar="N", help="iterations of early "
                    "exaggeration, which forms the clusters first (default "
                    "{early_exaggeration_iter})")
+    p.add_argument("--exaggeration", type=float, metavar="E", help="attraction factor after "
+                   "early exaggeration (default {exaggeration:g}; 2-4 gives tighter, "
+                   "UMAP-like clusters)")
     p.add_argument("--seed", type=int, help="random seed (for reproducible output)")
     _threads(p)
     p.add_argument("--save-model", metavar="FILE", help="pickle the fitted model (continue "
