@@ -2,9 +2,10 @@
 
 Every output goes to a temporary file in the target's folder, then ``os.replace``: a
 file is either complete or untouched, and an existing file is only replaced with
-``force=True``. The files being written (and those finished since the last
-:func:`forget_finished`) are tracked so that an abort that cannot unwind (a second
-Ctrl-C) can remove them (:func:`remove_unfinished`).
+``force=True``. Inside :func:`track_outputs` (a command) the files being written and
+those finished since the last :func:`forget_finished` are tracked, with the files they
+replaced, so that an abort that cannot unwind (a second Ctrl-C) can undo them
+(:func:`remove_unfinished`): new files are removed, replaced ones restored.
 
 It sits below every stage because figures (:func:`ctsne.plotting.save_figure`) are
 written this way as well as the command line's tables and models
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = ["DataError", "atomic_path", "check_writable", "forget_finished", "listing",
-           "remove_unfinished"]
+           "remove_unfinished", "track_outputs"]
 
 
 class DataError(ValueError):
@@ -56,35 +58,86 @@ def check_writable(path: str | os.PathLike, force: bool = False) -> Path:
     return path
 
 
-# (temporary, final) paths of the files being written now: an abort (double Ctrl-C, which
-# ends the process without unwinding) removes them, see remove_unfinished
-_WRITING: set[tuple[str, str]] = set()
-# final paths atomic_path has completed since the last forget_finished(); kept here, not by
-# the caller, so that no moment exists where a finished file is in neither list
-_FINISHED: list[str] = []
+# (temporary, final, backup) of the files being written now: an abort (double Ctrl-C,
+# which ends the process without unwinding) removes them, see remove_unfinished
+_WRITING: set[tuple[str, str, str | None]] = set()
+# (final, backup) of the files atomic_path has completed since the last forget_finished(),
+# while a command tracks its outputs (track_outputs); kept here, not by the caller, so that
+# no moment exists where a finished file is in neither list
+_FINISHED: list[tuple[str, str | None]] = []
+# depth of track_outputs(): outside it (a script, a notebook) nothing is recorded and no
+# backup is kept, as nothing can abort the way a command's second Ctrl-C does
+_TRACKING = [0]
+
+
+@contextlib.contextmanager
+def track_outputs() -> Iterator[None]:
+    """Record the files written inside, so that :func:`remove_unfinished` can undo them.
+
+    A file that replaces an existing one (``force=True``) keeps the old content as a
+    hidden hard link beside it until :func:`forget_finished` (or the end of the block):
+    an abort then puts the old file back instead of leaving the user with neither.
+    """
+    _TRACKING[0] += 1
+    try:
+        yield
+    finally:
+        _TRACKING[0] -= 1
+        if not _TRACKING[0]:
+            forget_finished()
 
 
 def forget_finished() -> None:
-    """Keep the files written so far: a later :func:`remove_unfinished` leaves them."""
-    _FINISHED.clear()
+    """Keep the files written so far: a later :func:`remove_unfinished` leaves them (and
+    the copies of the files they replaced are removed)."""
+    while _FINISHED:
+        _, backup = _FINISHED.pop()
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(backup)
+
+
+def _undo(final: str, backup: str | None) -> None:
+    with contextlib.suppress(OSError):
+        if backup is not None:
+            os.replace(backup, final)  # the user's previous file, as it was
+        else:
+            os.unlink(final)
 
 
 def remove_unfinished() -> None:
-    """Remove the files :func:`atomic_path` is writing now (for an abort that cannot unwind).
+    """Undo the files :func:`atomic_path` is writing now and those completed since the last
+    :func:`forget_finished` (for an abort that cannot unwind).
 
-    A temporary file is removed; if it has already been moved onto its final path, that
-    file is removed instead (it was written by this process, which is being aborted), and
-    so is every file completed since the last :func:`forget_finished`.
+    A temporary file is removed. A file already moved onto its final path is removed, or,
+    where it replaced an existing file, that file is put back: the user's files end as
+    they were before the command.
     """
-    for tmp, final in list(_WRITING):
-        with contextlib.suppress(OSError):
-            if os.path.exists(tmp):
+    for tmp, final, backup in list(_WRITING):
+        if os.path.exists(tmp):
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            else:
-                os.unlink(final)
-    for final in list(_FINISHED):
-        with contextlib.suppress(OSError):
-            os.unlink(final)
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(backup)  # the final path still holds the old file
+        else:
+            _undo(final, backup)
+    for final, backup in reversed(_FINISHED):
+        _undo(final, backup)
+
+
+def _keep_old(path: Path) -> str | None:
+    """A hidden hard link to the file at ``path`` (None when there is none to keep)."""
+    if not _TRACKING[0] or not path.exists():
+        return None
+    fd, backup = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent)
+    os.close(fd)
+    os.unlink(backup)
+    try:
+        os.link(path, backup)
+    except OSError:  # no hard links here (some network or FAT file systems): copy
+        shutil.copy2(path, backup)
+    return backup
 
 
 @contextlib.contextmanager
@@ -115,17 +168,28 @@ def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
-    entry = (tmp, str(path))
+    entry = (tmp, str(path), None)
     _WRITING.add(entry)
     try:
         yield Path(tmp)
         if path.exists() and not force:  # appeared while we were working
             raise DataError(f"{path} exists; pass --force to overwrite it")
+        # the old file is kept (and the entry says so) before it is replaced
+        old = (tmp, str(path), _keep_old(path))
+        _WRITING.add(old)
+        _WRITING.discard(entry)
+        entry = old
         os.replace(tmp, path)
-        _FINISHED.append(str(path))
+        if _TRACKING[0]:
+            _FINISHED.append((str(path), entry[2]))
+        elif entry[2] is not None:
+            os.unlink(entry[2])
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if entry[2] is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(entry[2])
         raise
     finally:
         _WRITING.discard(entry)

@@ -21,7 +21,7 @@ __all__ = ["embed"]
 
 def embed(args: argparse.Namespace) -> int:
     """The body of ``ctsne embed``; returns the exit code (130 when interrupted)."""
-    from ..files.writing import check_output, forget_finished
+    from ..files.writing import check_output, track_outputs
 
     if args.reference:
         from .reference import place
@@ -45,9 +45,9 @@ def embed(args: argparse.Namespace) -> int:
     paths = [Path(args.input).resolve(), *(p.resolve() for p in outputs)]
     if len(set(paths)) < len(paths):
         raise DataError("the input and output files must all be different")
-    forget_finished()  # an abort removes only what this command writes
     ctrl_c = CtrlC()
-    with ctrl_c.installed(), warnings.catch_warnings():
+    # an abort undoes only what this command writes, and restores what it replaced
+    with ctrl_c.installed(), track_outputs(), warnings.catch_warnings():
         if args.quiet:
             warnings.filterwarnings("ignore", message=".*carries no information")
         return _embed(args, ctrl_c)

@@ -17,8 +17,8 @@ class CtrlC:
     SystemError with a traceback. During the optimisation the first Ctrl-C sets a flag,
     which a callback (every 10 iterations) hands to the optimiser as "stop"; the partial
     embedding is then written. A Ctrl-C at any other time, or a second one, aborts: the
-    files this command is writing or has written are removed and the process ends with
-    130 at once.
+    files this command is writing or has written are removed (a file it replaced is put
+    back) and the process ends with 130 at once.
     """
 
     every = 10
@@ -46,7 +46,8 @@ class CtrlC:
         remove_unfinished()  # the files being written and those this command wrote
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
-        os.write(2, b"\nctsne: interrupted; no partial files were left\n")
+        os.write(2, b"\nctsne: interrupted; no partial files were left (files replaced with "
+                 b"-f are as they were)\n")
         os._exit(130)
 
     @contextlib.contextmanager

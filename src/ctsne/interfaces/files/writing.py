@@ -24,6 +24,7 @@ from ..._output import (
     forget_finished,
     listing,
     remove_unfinished,
+    track_outputs,
 )
 from .formats import TABLE_FORMATS, file_format, open_text, require
 
@@ -35,6 +36,7 @@ __all__ = [
     "check_output",
     "forget_finished",
     "remove_unfinished",
+    "track_outputs",
     "write_columns",
     "write_embedding",
 ]
