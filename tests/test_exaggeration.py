@@ -53,3 +53,16 @@ def test_bad_exaggeration_is_refused_before_work(blobs, value):
     X, _, _ = blobs
     with pytest.raises(ValueError, match="exaggeration must be a finite number > 0"):
         ConditionalTSNE(exaggeration=value).fit(X)
+
+
+def test_no_iterations_still_report_the_kl_of_the_start(blobs):
+    # regression: n_iter=0 with early_exaggeration_iter=0 left kl_divergence_ unset
+    from ctsne import exact_objective
+
+    X, _, prior = blobs
+    model = ConditionalTSNE(n_iter=0, early_exaggeration_iter=0, random_state=0,
+                            method="exact").fit(X, prior)
+    assert model.n_iter_ == 0
+    np.testing.assert_array_equal(model.embedding_, model.initial_embedding_)
+    expected, _ = exact_objective(model.P_, model.embedding_, prior, beta=model.beta_)
+    assert model.kl_divergence_ == pytest.approx(expected, rel=1e-9)

@@ -388,6 +388,8 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self._run(self.early_exaggeration_iter, self.early_exaggeration, EARLY_MOMENTUM)
         if not (self.interrupted_ or self._stopped):
             self._run(self.n_iter, self.exaggeration, FINAL_MOMENTUM)
+        if self.n_iter_ == 0:  # no iteration ran (n_iter = early_exaggeration_iter = 0)
+            self.kl_divergence_ = self.kl_divergence()
 
     def tsne_counterpart(self) -> ConditionalTSNE:
         """Plain t-SNE of the same data, for comparison: same P, same start, same schedule.
