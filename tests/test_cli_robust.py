@@ -51,10 +51,11 @@ def test_resume_checks_input_and_applies_the_prior(work, tmp_path, monkeypatch, 
     # another perplexity needs other affinities: refused
     assert main([*base, "--prior", "f14", "--perplexity", "20", "-o", "b.csv"]) == 2
     assert "--perplexity 20 differs from the model's 10" in capsys.readouterr().err
-    # no prior while the model has one: refused, naming it
-    assert main([*base, "--exclude", "f14", "-o", "c.csv"]) == 2
-    assert "the model factors out a prior (f14)" in capsys.readouterr().err
-    assert not any(os.path.exists(f) for f in ("a.csv", "b.csv", "c.csv"))
+    assert not any(os.path.exists(f) for f in ("a.csv", "b.csv"))
+    # no --prior: the model's own prior column is used again, and said so (issue 21: the
+    # column was encoded into the features, which then did not match the model's)
+    assert main([*base[:-1], "-o", "c.csv"]) == 0
+    assert "resuming with the model's prior f14" in capsys.readouterr().err
     # another prior and β' are applied (P stays), and said so
     # (grp stays a feature as it was, f14 is no longer the prior nor a feature)
     assert main([*base[:-1], "--prior", "grp", "--include-prior", "--beta", "0.1",

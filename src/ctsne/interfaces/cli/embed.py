@@ -76,6 +76,18 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
             raise
         except ValueError as exc:
             raise DataError(f"{exc} (--color {args.marker})") from None
+    resumed = None
+    if args.resume:
+        from ..files.models import load_model, provenance
+
+        resumed = load_model(args.resume)
+        saved = provenance(resumed).get("cli_fingerprint", {}).get("prior") or []
+        if saved and not args.prior:
+            # the saved prior columns are not features: without them INPUT would not
+            # give the model's features
+            args.prior = list(saved)
+            note(args, f"note: resuming with the model's prior {', '.join(saved)} (give "
+                 "--prior to replace it)")
     color = args.color or (args.prior[0] if args.prior and args.plot else None)
     labels = list(dict.fromkeys([*args.prior, *(c for c in (color, args.marker) if c),
                                  *args.keep]))
@@ -106,7 +118,7 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
             note(args, f"note: {n_miss} rows have no {name!r} label; they form a class of "
                  "their own (drop them with --drop-missing)")
 
-    model, interrupted = _fit(args, feats.X, prior, ctrl_c)
+    model, interrupted = _fit(args, feats.X, prior, ctrl_c, resumed)
     Y = model.embedding_
     plain = None
     if args.compare and interrupted:
@@ -160,14 +172,15 @@ def _plot(args, model, Y, plain, table, color) -> None:
     plotting.save_figure(fig, args.plot, args.force)
 
 
-def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC):
-    """Fit (or, with --resume, continue) the model; returns (model, interrupted)."""
+def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC, resumed=None):
+    """Fit (or, with --resume, continue ``resumed``, the model loaded from it); returns
+    (model, interrupted)."""
     from ...estimator.tsne import ConditionalTSNE
 
     if args.resume:
         from .resume import load_for_resume
 
-        model = load_for_resume(args, X, prior, lambda m: note(args, m))
+        model = load_for_resume(args, X, prior, lambda m: note(args, m), resumed)
         # without --n-iter, as many further iterations as a new fit would run
         n_iter = defaults.estimator("n_iter") if args.n_iter is None else args.n_iter
         with ctrl_c.watching(model):

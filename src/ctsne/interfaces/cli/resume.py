@@ -61,13 +61,15 @@ def check_resume(model, X: np.ndarray, args) -> list[str]:
     return notes
 
 
-def load_for_resume(args, X: np.ndarray, prior, note) -> ConditionalTSNE:
-    """The model saved at ``args.resume``, checked against INPUT (``X``) and the options,
-    with the new prior and weights applied; ``note(message)`` reports what changed."""
+def load_for_resume(args, X: np.ndarray, prior, note, model=None) -> ConditionalTSNE:
+    """The model saved at ``args.resume`` (``model``, if already loaded), checked against
+    INPUT (``X``) and the options, with the new prior and weights applied;
+    ``note(message)`` reports what changed."""
     from ...prior import make_prior
     from ..files.models import load_model
 
-    model = load_model(args.resume)
+    if model is None:
+        model = load_model(args.resume)
     for msg in check_resume(model, X, args):
         note(f"note: {msg}")
     saved = provenance(model).get("cli_fingerprint", {}).get("prior")
