@@ -105,3 +105,35 @@ def test_ctrl_c_while_embed_writes_with_force_keeps_the_old_outputs(tmp_path):
     for name, text in before.items():
         assert (tmp_path / name).read_text() == text
     assert _names(tmp_path) == ["data.csv", "emb.csv", "model.pkl"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_before_the_optimisation_aborts(tmp_path):
+    # regression: during the neighbour search the first Ctrl-C said "stopping after the
+    # current iterations", went on computing, then wrote a partial embedding
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(150, 3))
+    rows = ["a,b,c"] + [",".join(f"{v:.5f}" for v in x) for x in X]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    script = textwrap.dedent("""
+        import os, signal, sys
+        import ctsne.estimator.tsne as tsne
+
+        search = tsne.input_affinities
+
+        def pressed(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while P is being built
+            return search(*args, **kwargs)
+
+        tsne.input_affinities = pressed
+        from ctsne.interfaces.cli.main import main
+        sys.exit(main(sys.argv[1:]))
+    """)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, "embed", "data.csv", "-o", "emb.csv", "--n-iter",
+         "50", "--perplexity", "5", "--threads", "1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "stopping after" not in proc.stderr
+    assert "no partial files were left" in proc.stderr
+    assert _names(tmp_path) == ["data.csv"]

@@ -14,7 +14,8 @@ class CtrlC:
     """Ctrl-C in ``ctsne embed``: the first during the optimisation stops it, else abort.
 
     The handler never raises: an exception raised while a numba kernel runs surfaces as a
-    SystemError with a traceback. During the optimisation the first Ctrl-C sets a flag,
+    SystemError with a traceback. Once the optimiser has called back (after its first
+    ``every`` iterations), the first Ctrl-C sets a flag,
     which a callback (every 10 iterations) hands to the optimiser as "stop"; the partial
     embedding is then written. A Ctrl-C at any other time, or a second one, aborts: the
     files this command is writing or has written are removed (a file it replaced is put
@@ -28,6 +29,9 @@ class CtrlC:
         self.stop = False
 
     def callback(self, iteration, kl, Y) -> bool:
+        # the optimiser calls back only once it iterates: from here a first Ctrl-C can
+        # stop it and keep a map; before (reading, neighbours, affinities) it aborts
+        self.optimising = True
         return self.stop
 
     def handler(self, signum, frame) -> None:
@@ -67,7 +71,6 @@ class CtrlC:
     def watching(self, model):
         old_cb, old_every = model.callbacks, model.callbacks_every_iters
         model.set_params(callbacks=[self.callback], callbacks_every_iters=self.every)
-        self.optimising = True
         try:
             with warnings.catch_warnings():
                 # the CLI reports an interruption itself, naming the output file
