@@ -81,6 +81,17 @@ class Prior:
             w = np.ones((len(rows), n_cols))
         return w
 
+    def missing_mask(self) -> np.ndarray:
+        """True for the points whose label is missing in some column (``missing="class"``
+        puts them in a class of their own)."""
+        mask = np.zeros(self.n, dtype=bool)
+        for codes, labels in zip(self.codes, self.classes, strict=True):
+            absent = np.array([v is None or (isinstance(v, tuple) and None in v)
+                               for v in labels], dtype=bool)
+            if absent.any():
+                mask |= absent[codes]
+        return mask
+
     def joint_codes(self) -> np.ndarray:
         """One class code per point for the combination of every column (the finest split)."""
         if len(self.codes) == 1:

@@ -16,8 +16,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "prior_mixing",
-           "table_mixing"]
+__all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "labelled_mixing",
+           "prior_mixing", "table_mixing"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
 # across classes (a point's counterparts then get too small a share of its attraction to
@@ -157,6 +157,31 @@ def table_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> PriorM
     sizes = np.bincount(codes)
     mass, cross = _table_cross(idx, np.asarray(cond, dtype=np.float64), codes, len(sizes))
     return _summarise(mass, cross, sizes, len(codes))
+
+
+def labelled_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray,
+                    labelled: np.ndarray) -> PriorMixing:
+    """:func:`table_mixing` among the ``labelled`` points only.
+
+    Points without a label form a class of their own that lies among every other class,
+    so they connect classes that the labelled points keep apart; whether the prior
+    separates the data is a question about the labelled points.
+
+    Parameters
+    ----------
+    idx, cond, codes
+        As for :func:`table_mixing`.
+    labelled : ndarray of bool (n,)
+    """
+    labelled = np.asarray(labelled, dtype=bool)
+    position = np.full(len(labelled), -1, dtype=np.int64)
+    position[labelled] = np.arange(int(labelled.sum()))
+    sub_idx = position[np.asarray(idx)[labelled]]
+    keep = sub_idx >= 0
+    # an entry to an unlabelled point carries no mass; its index only has to be valid
+    sub_cond = np.where(keep, np.asarray(cond, dtype=np.float64)[labelled], 0.0)
+    _, sub_codes = np.unique(np.asarray(codes)[labelled], return_inverse=True)
+    return table_mixing(np.where(keep, sub_idx, 0), sub_cond, sub_codes)
 
 
 def _summarise(mass, cross, sizes, n) -> PriorMixing:

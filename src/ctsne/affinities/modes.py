@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ..checks import to_safe_scale
 from .balanced import balanced_affinities, revised_affinities
-from .mixing import PriorMixing, prior_mixing, table_mixing
+from .mixing import PriorMixing, labelled_mixing, prior_mixing, table_mixing
 from .standard import standard_conditional
 
 __all__ = ["Affinities", "given_affinities", "input_affinities", "warn_if_separated"]
@@ -34,7 +34,8 @@ class Affinities:
     mixing : PriorMixing or None
         Cross-class share of ``P`` (None without a non-trivial prior).
     standard_mixing : PriorMixing or None
-        The same for the standard P when "auto" built it and then switched.
+        When "auto" switched to the balanced P: the standard P's diagnostic that decided
+        it (among the labelled points when some labels are missing).
     """
 
     P: sp.csr_matrix
@@ -56,7 +57,7 @@ class Affinities:
 
 def input_affinities(X, perplexity, classes=None, affinities="auto", within_weight=None,
                      neighbors="auto", metric="euclidean", random_state=None, n_jobs=None,
-                     progress=None) -> Affinities:
+                     progress=None, labelled=None) -> Affinities:
     """Build P for a fit.
 
     Parameters
@@ -71,6 +72,11 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         :func:`~ctsne.affinities.balanced.revised_affinities`.
     neighbors, metric, random_state, n_jobs, progress
         As in :func:`ctsne.neighbors.search.nearest_neighbors`.
+    labelled : ndarray of bool (n,) or None
+        The points whose labels are known (the others form the missing-label class).
+        "auto" decides whether the prior separates the data from these alone
+        (:func:`~ctsne.affinities.mixing.labelled_mixing`): missing labels lie among every
+        class and would otherwise hide a separation that the labelled points show.
     """
     X = to_safe_scale(X)  # a power-of-two copy when |X| is extreme: P does not depend on it
     search = {"neighbors": neighbors, "metric": metric, "random_state": random_state,
@@ -89,14 +95,17 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     if trivial:
         return Affinities(table.joint(), "standard", None)
     mixing = table_mixing(table.idx, table.cond, classes)
-    if not auto or not mixing.separates:
+    decides = mixing
+    if auto and labelled is not None and not np.all(labelled) and np.any(labelled):
+        decides = labelled_mixing(table.idx, table.cond, classes, labelled)
+    if not auto or not decides.separates:
         return Affinities(table.joint(), "standard", mixing)
     # rows whose standard list is all own-class need no new search
     mask = np.all(classes[table.idx] == classes[:, None], axis=1)
     known = (table.idx, table.dist, mask)
     del table  # frees the conditional affinities before the balanced search
     P = balanced_affinities(X, classes, perplexity, within_weight, known=known, **search)
-    return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=mixing)
+    return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=decides)
 
 
 def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities:

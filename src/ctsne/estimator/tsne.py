@@ -423,7 +423,9 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                                  self.within_weight, neighbors=self.neighbors,
                                  metric=self.metric, random_state=self.random_state,
                                  n_jobs=self.n_jobs,
-                                 progress=progress if bar is not None else None)
+                                 progress=progress if bar is not None else None,
+                                 labelled=None if self.prior_ is None
+                                 else ~self.prior_.missing_mask())
         if bar is not None:
             bar.close()
             for line in built.describe(time.perf_counter() - t0):
