@@ -55,6 +55,15 @@ def check_writable(path: str | os.PathLike, force: bool = False) -> Path:
                         "output folder")
     if path.exists() and not os.access(path, os.W_OK):
         raise DataError(f"{path} is not writable; choose another output file")
+    # the permission bits do not tell everything (/proc, /sys, read-only mounts, quotas):
+    # create and remove a file where the output will go, before any work
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot create files in {path.parent} ({exc.strerror}); "
+                        "choose another output folder") from None
     return path
 
 

@@ -23,9 +23,12 @@ __all__ = ["check_P", "check_X", "check_feature_names", "check_params", "threads
 def _dims_fit_method(p: Mapping[str, Any]) -> None:
     limit = MAX_DIMS.get(p["method"])
     if limit is not None and p["n_components"] > limit:
+        # name every engine that can draw this many dimensions
+        able = [f"'{m}'" for m, most in MAX_DIMS.items() if most >= p["n_components"]]
         raise ValueError(
             f"method={p['method']!r} supports up to {limit} output dimensions, got "
-            f"n_components={p['n_components']}; use method='exact' or fewer components"
+            f"n_components={p['n_components']}; use method={' or '.join([*able, repr('exact')])}"
+            " or fewer components"
         )
 
 

@@ -59,9 +59,18 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
+def _thread_count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} threads: give 1 or more (leave --threads "
+                                         "out to use every core)")
+    return value
+
+
 def _threads(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, metavar="N", help="threads for the optimisation "
-                   "(default: all cores; 1 is faster on a machine busy with other work)")
+    p.add_argument("--threads", type=_thread_count, metavar="N",
+                   help="threads for the optimisation (default: all cores; 1 is faster on a "
+                   "machine busy with other work)")
 
 
 def _common(p: argparse.ArgumentParser, quiet: str) -> None:

@@ -90,7 +90,11 @@ def load_model(path: str | os.PathLike, advice: str | None = None) -> Conditiona
     try:
         with open(path, "rb") as fh:
             model = pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+    except (pickle.UnpicklingError, EOFError) as exc:
+        # e.g. a CSV given where the model belongs: say what the file should be
+        raise DataError(f"cannot load the model {path}: it is not a model file ({exc}); "
+                        "give a file written by ctsne embed ... --save-model") from None
+    except (OSError, AttributeError, ModuleNotFoundError) as exc:
         raise DataError(f"cannot load the model {path}: {exc}") from None
     if not isinstance(model, ConditionalTSNE) or not hasattr(model, "embedding_"):
         raise DataError(f"{path} is not a fitted ConditionalTSNE model"
