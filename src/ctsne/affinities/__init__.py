@@ -6,5 +6,7 @@
 - :mod:`~ctsne.affinities.balanced`: P conditioned on the prior (label-balanced, revised).
 - :mod:`~ctsne.affinities.mixing`: how much of P connects different classes (diagnostic).
 - :mod:`~ctsne.affinities.precomputed`: P from neighbours found elsewhere.
+- :mod:`~ctsne.affinities.options`: the modes' names and defaults (cheap to import).
 - :mod:`~ctsne.affinities.modes`: which P a fit uses ("auto", "standard", ...).
+- :mod:`~ctsne.affinities.fuzzy`: UMAP's fuzzy graph from the same neighbour lists.
 """

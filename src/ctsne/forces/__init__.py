@@ -6,4 +6,5 @@
   on new points from a fixed map (:mod:`~ctsne.forces.repulsion.reference`).
 - :mod:`~ctsne.forces.gradient`: the two composed, as the optimiser calls them.
 - :mod:`~ctsne.forces.objective`: the exact objective and gradient in plain numpy.
+- :mod:`~ctsne.forces.curve`: UMAP's low-dimensional similarity and its fit.
 """
