@@ -19,6 +19,8 @@ _moved.install()  # old module paths named by pickled models (see ctsne._moved)
 # numba, scikit-learn and scipy until something actually needs them.
 _LAZY = {
     "ConditionalTSNE": "estimator.tsne",
+    "ConditionalUMAP": "estimator.umap",
+    "ConditionalLargeVis": "estimator.largevis",
     "ObjectiveTerms": "forces.objective",
     "exact_objective": "forces.objective",
     "exact_objective_terms": "forces.objective",
@@ -29,6 +31,8 @@ _SUBMODULES = {"metrics", "datasets", "ranking", "plotting", "baselines", "tl", 
 
 __all__ = [
     "ConditionalTSNE",
+    "ConditionalUMAP",
+    "ConditionalLargeVis",
     "ObjectiveTerms",
     "exact_objective",
     "exact_objective_terms",
@@ -38,7 +42,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .estimator.largevis import ConditionalLargeVis
     from .estimator.tsne import ConditionalTSNE
+    from .estimator.umap import ConditionalUMAP
     from .forces.objective import ObjectiveTerms, exact_objective, exact_objective_terms
     from .interfaces.explorer import explore
     from .prior import make_prior

@@ -1,4 +1,5 @@
-"""scanpy-style tool: ``ctsne.tl.ctsne(adata, prior="batch")`` (anndata is imported lazily).
+"""scanpy-style tools: ``ctsne.tl.ctsne(adata, prior="batch")`` (conditional t-SNE) and
+``ctsne.tl.cumap(adata, prior="batch")`` (conditional UMAP); anndata is imported lazily.
 
 Which data is embedded (scanpy's rule for ``use_rep=None``, as in ``sc.tl.tsne``):
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from .prior import DEFAULT_BETA
 
-__all__ = ["ctsne", "DENSE_LIMIT_BYTES"]
+__all__ = ["ctsne", "cumap", "DENSE_LIMIT_BYTES"]
 
 DENSE_LIMIT_BYTES = 2 << 30
 # scanpy's settings.N_PCS: up to this many variables .X is used directly
@@ -215,7 +216,79 @@ def ctsne(
         record["prior_mixing"] = mixing.to_dict()
     affinities = getattr(model, "affinities_", None)
     if affinities is not None:
-        record["affinities"] = (affinities.to_dict() if hasattr(affinities, "to_dict")
-                                else repr(affinities))
+        record["affinities"] = affinities  # "standard", "balanced" or "revised"
+    adata.uns[key_added] = _jsonable(record)
+    return adata if copy else None
+
+
+def cumap(
+    adata,
+    prior: str | list[str] | None = None,
+    use_rep: str | None = None,
+    beta: float | None = None,
+    key_added: str = "X_cumap",
+    copy: bool = False,
+    layer: str | None = None,
+    **estimator_kwargs,
+):
+    """Conditional UMAP of an AnnData, factoring out ``adata.obs`` columns.
+
+    The same data selection and prior as :func:`ctsne`; the map is
+    :class:`ctsne.ConditionalUMAP`'s (UMAP's graph and curve, the repulsion re-weighted
+    by the prior's classes).
+
+    Parameters
+    ----------
+    adata : AnnData
+    prior : str or list of str, optional
+        ``adata.obs`` column(s) to factor out. None: plain UMAP.
+    use_rep, layer, copy
+        As for :func:`ctsne`.
+    beta : float, optional
+        β'; None is :data:`~ctsne.prior.DEFAULT_BETA` unless ``alpha=`` is given.
+    key_added : str, default "X_cumap"
+        Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
+        ``sc.pl.embedding(adata, basis=key_added)`` or ``ctsne.pl.ctsne(adata,
+        basis=key_added)``).
+    **estimator_kwargs
+        Passed to :class:`ctsne.ConditionalUMAP` (n_neighbors, min_dist, random_state, …).
+
+    Returns
+    -------
+    AnnData or None
+        The modified copy with ``copy=True``.
+
+    Notes
+    -----
+    ``adata.uns[key_added]`` is JSON-serialisable: ``params`` (every estimator parameter,
+    plus prior, use_rep, layer, the representation used), ``alpha``, ``beta``,
+    ``n_epochs``, ``a``, ``b``, ``affinities`` (the graph laid out: "standard" is UMAP's
+    fuzzy graph), ``timings`` and ``prior_mixing`` when there is a prior.
+    """
+    from .estimator.umap import ConditionalUMAP
+
+    if not (hasattr(adata, "obsm") and hasattr(adata, "obs")):
+        raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
+    if copy:
+        adata = adata.copy()
+    data, source = _representation(adata, use_rep, layer)
+    labels = _prior(adata, prior)
+    if beta is None and estimator_kwargs.get("alpha") is None:
+        beta = DEFAULT_BETA  # recorded as used, not as None
+    model = ConditionalUMAP(beta=beta, **estimator_kwargs)
+    X = _dense(data, source)
+    t0 = time.perf_counter()
+    Y = model.fit_transform(X, labels)
+    seconds = time.perf_counter() - t0
+
+    adata.obsm[key_added] = Y
+    params = dict(model.get_params())
+    params.update(prior=prior, use_rep=use_rep, layer=layer, representation=source)
+    record = {"params": params, "alpha": model.alpha_, "beta": model.beta_,
+              "n_epochs": model.n_epochs_, "a": model.a_, "b": model.b_,
+              "affinities": model.affinities_,
+              "timings": {**model.timings_, "total": seconds}}
+    if model.prior_mixing_ is not None:
+        record["prior_mixing"] = model.prior_mixing_.to_dict()
     adata.uns[key_added] = _jsonable(record)
     return adata if copy else None

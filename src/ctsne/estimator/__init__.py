@@ -1,21 +1,26 @@
-"""Stage 5, the estimator: scikit-learn's interface over the stages before it.
+"""Stage 5, the estimators: scikit-learn's interface over the stages before them.
 
-- :mod:`~ctsne.estimator.parameters`: every constructor parameter in one table (light:
-  the command line reads its defaults from it).
+- :mod:`~ctsne.estimator.parameters`: every ConditionalTSNE parameter in one table (light:
+  the command line reads its defaults from it); :mod:`~ctsne.estimator.umap_parameters`
+  the same for the UMAP and LargeVis estimators.
 - :mod:`~ctsne.estimator.validation`: the checks of the parameters, X and P.
 - :mod:`~ctsne.estimator.tsne`: :class:`ConditionalTSNE`, orchestration.
-- :mod:`~ctsne.estimator.placement`: new points into a fitted map (``transform``).
+- :mod:`~ctsne.estimator.placement`: new points into a fitted t-SNE map (``transform``).
+- :mod:`~ctsne.estimator.umap`: :class:`ConditionalUMAP` (and the graph-embedding base
+  shared with LargeVis); :mod:`~ctsne.estimator.largevis`: :class:`ConditionalLargeVis`.
 """
 
-__all__ = ["ConditionalTSNE"]
+__all__ = ["ConditionalLargeVis", "ConditionalTSNE", "ConditionalUMAP"]
+
+_WHERE = {"ConditionalTSNE": "tsne", "ConditionalUMAP": "umap", "ConditionalLargeVis": "largevis"}
 
 
 def __getattr__(name: str):
     # Models pickled before the stage packages name ``ctsne.estimator.ConditionalTSNE``.
-    # Loaded on demand, so that importing the light parameter table does not import the
-    # estimator (and numba) through this package.
-    if name == "ConditionalTSNE":
-        from .tsne import ConditionalTSNE
+    # Loaded on demand, so that importing the light parameter tables does not import the
+    # estimators (and numba) through this package.
+    if name in _WHERE:
+        import importlib
 
-        return ConditionalTSNE
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

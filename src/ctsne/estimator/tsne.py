@@ -26,7 +26,7 @@ from ..optimization.optimizer import (
 )
 from ..prior import Prior, make_prior
 from .parameters import PARAMETERS, resolved, with_parameters
-from .validation import check_feature_names, check_P, check_params, check_X, threads
+from .validation import DescribedInput, check_P, check_params, check_X, threads
 
 try:  # scikit-learn ≥ 1.6
     from sklearn.utils.validation import validate_data
@@ -36,7 +36,8 @@ except ImportError:  # 1.3 to 1.5 keep the same bookkeeping as a BaseEstimator m
 __all__ = ["ConditionalTSNE"]
 
 
-class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                      BaseEstimator):
     """Conditional t-SNE: a t-SNE embedding that factors out known labels.
 
     Pairs of points in the same prior class get weight α', pairs in different classes
@@ -319,35 +320,6 @@ class ConditionalTSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self.prior_mixing_ = None if classes is None else prior_mixing(self.P_, classes)
         with threads(self.n_jobs):
             self.kl_divergence_ = self.kl_divergence()
-        return self
-
-    def describe_input(self, feature_names=None, **provenance) -> ConditionalTSNE:
-        """Record what the training data was, to keep with a saved model.
-
-        For callers that prepare X themselves (the command line reads a table, encodes
-        and scales its columns): the columns' names and what is needed later to check or
-        rebuild such input. A new fit removes the record.
-
-        Parameters
-        ----------
-        feature_names : sequence of str, optional
-            One name per column of X, stored as ``feature_names_in_`` (as scikit-learn
-            does for a DataFrame); None keeps the current names, if any.
-        **provenance
-            Stored as the dict ``input_provenance_``, replacing an earlier one: e.g. a
-            hash of X, the source file, whether the features were standardised.
-
-        Returns
-        -------
-        ConditionalTSNE
-            self.
-        """
-        if not hasattr(self, "n_features_in_"):
-            raise NotFittedError("describe_input() describes the data of a fitted model; "
-                                 "call fit() first")
-        if feature_names is not None:
-            self.feature_names_in_ = check_feature_names(feature_names, self.n_features_in_)
-        self.input_provenance_ = dict(provenance)
         return self
 
     def _set_input(self, X: np.ndarray) -> None:

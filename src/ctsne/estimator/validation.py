@@ -12,12 +12,14 @@ from typing import Any
 import numba
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 
 from ..affinities.calibration import n_neighbors_for
 from ..affinities.options import check_affinity_params
 from .parameters import MAX_DIMS, PARAMETERS
 
-__all__ = ["check_P", "check_X", "check_feature_names", "check_params", "threads"]
+__all__ = ["DescribedInput", "check_P", "check_X", "check_feature_names", "check_params",
+           "threads"]
 
 
 def _dims_fit_method(p: Mapping[str, Any]) -> None:
@@ -190,3 +192,36 @@ def check_P(P) -> sp.csr_matrix:
         raise ValueError(f"P must be symmetric (p_ij = p_ji), max |P − Pᵀ| is {gap:.3g}; "
                          "symmetrise it, e.g. (P + P.T) / 2")
     return P
+
+
+class DescribedInput:
+    """What an estimator keeps about its training data beyond X: for saved models."""
+
+    def describe_input(self, feature_names=None, **provenance) -> DescribedInput:
+        """Record what the training data was, to keep with a saved model.
+
+        For callers that prepare X themselves (the command line reads a table, encodes
+        and scales its columns): the columns' names and what is needed later to check or
+        rebuild such input. A new fit removes the record.
+
+        Parameters
+        ----------
+        feature_names : sequence of str, optional
+            One name per column of X, stored as ``feature_names_in_`` (as scikit-learn
+            does for a DataFrame); None keeps the current names, if any.
+        **provenance
+            Stored as the dict ``input_provenance_``, replacing an earlier one: e.g. a
+            hash of X, the source file, whether the features were standardised.
+
+        Returns
+        -------
+        estimator
+            self.
+        """
+        if not hasattr(self, "n_features_in_"):
+            raise NotFittedError("describe_input() describes the data of a fitted model; "
+                                 "call fit() first")
+        if feature_names is not None:
+            self.feature_names_in_ = check_feature_names(feature_names, self.n_features_in_)
+        self.input_provenance_ = dict(provenance)
+        return self

@@ -52,8 +52,8 @@ def help_value(key: str):
     Parameters
     ----------
     key : str
-        ``"beta"``, ``"within_balanced"``, ``"within_revised"``, or a ConditionalTSNE
-        parameter.
+        ``"beta"``, ``"within_balanced"``, ``"within_revised"``, ``"umap_"`` and a
+        ConditionalUMAP parameter, or a ConditionalTSNE parameter.
 
     Returns
     -------
@@ -63,6 +63,10 @@ def help_value(key: str):
         return beta()
     if key.startswith("within_"):
         return within_weight(key.removeprefix("within_"))
+    if key.startswith("umap_"):
+        from ...estimator.umap_parameters import UMAP_PARAMETERS
+
+        return UMAP_PARAMETERS[key.removeprefix("umap_")].default
     return estimator(key)
 
 

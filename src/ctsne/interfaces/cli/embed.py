@@ -29,6 +29,7 @@ def embed(args: argparse.Namespace) -> int:
         return place(args)
     if args.with_reference:
         raise DataError("--with-reference needs --reference MODEL")
+    _check_algorithm_options(args)
 
     outputs = [check_output(args.output, args.force, EMBEDDING_FORMATS)]
     if args.plot:
@@ -51,6 +52,51 @@ def embed(args: argparse.Namespace) -> int:
         if args.quiet:
             warnings.filterwarnings("ignore", message=".*carries no information")
         return _embed(args, ctrl_c)
+
+
+# Options that only one family of maps has: t-SNE's optimiser, UMAP's graph and curve.
+_TSNE_ONLY = {"method": "--method", "n_iter": "--n-iter",
+              "exaggeration_iter": "--exaggeration-iter", "exaggeration": "--exaggeration",
+              "resume": "--resume"}
+_ONLY_FOR = {"n_neighbors": ("--n-neighbors", ("umap",)), "min_dist": ("--min-dist", ("umap",)),
+             "n_epochs": ("--n-epochs", ("umap", "largevis")),
+             "perplexity": ("--perplexity", ("tsne", "largevis"))}
+
+
+def _check_algorithm_options(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an option the chosen --algorithm does not have."""
+    algorithm = args.algorithm
+    for attr, (flag, algorithms) in _ONLY_FOR.items():
+        if getattr(args, attr) is not None and algorithm not in algorithms:
+            raise DataError(f"{flag} is an option of --algorithm {' or '.join(algorithms)}, "
+                            f"not of {algorithm}")
+    if algorithm == "tsne":
+        return
+    for attr, flag in _TSNE_ONLY.items():
+        if getattr(args, attr) is not None:
+            raise DataError(f"{flag} is an option of t-SNE, not of --algorithm {algorithm}"
+                            + ("; use --n-epochs" if attr == "n_iter" else ""))
+    if args.compare:
+        raise DataError(f"--compare draws t-SNE beside ct-SNE; with --algorithm {algorithm} "
+                        "run it twice, with and without --prior")
+
+
+def _graph_model(args: argparse.Namespace):
+    """ConditionalUMAP or ConditionalLargeVis with the options the user set."""
+    common = dict(n_components=args.dims, beta=args.beta, alpha=args.alpha,
+                  combine=args.combine, affinities=args.affinities,
+                  within_weight=args.within_weight, n_epochs=args.n_epochs,
+                  random_state=args.seed, n_jobs=args.threads)
+    if args.algorithm == "umap":
+        from ...estimator.umap import ConditionalUMAP
+
+        return ConditionalUMAP(**defaults.set_options(
+            **common, n_neighbors=args.n_neighbors, min_dist=args.min_dist),
+            verbose=not args.quiet)
+    from ...estimator.largevis import ConditionalLargeVis
+
+    return ConditionalLargeVis(**defaults.set_options(**common, perplexity=args.perplexity),
+                               verbose=not args.quiet)
 
 
 def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
@@ -141,8 +187,11 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
     if Path(args.output).suffix == ".npy" and (args.id or table.n_rows < n_read):
         note(args, "note: .npy holds the embedding only; use .npz to keep the row ids")
     weights = (f", α'={fmt(model.alpha_)}, β'={fmt(model.beta_)}" if args.prior else "")
-    note(args, f"wrote {args.output}: {Y.shape[0]} points, {model.n_iter_} iterations, "
-         f"KL {model.kl_divergence_:.4f}{weights}")
+    if args.algorithm == "tsne":
+        done = f"{model.n_iter_} iterations, KL {model.kl_divergence_:.4f}"
+    else:
+        done = f"{args.algorithm}, {model.n_epochs_} epochs, graph {model.affinities_}"
+    note(args, f"wrote {args.output}: {Y.shape[0]} points, {done}{weights}")
     if interrupted:
         print(f"ctsne: interrupted after {model.n_iter_} iterations: {args.output} holds a "
               "PARTIAL embedding" + (f"; continue with --resume {args.save_model}"
@@ -166,7 +215,9 @@ def _plot(args, model, Y, plain, table, color) -> None:
             markers, color_name=color, marker_name=args.marker,
             tsne_title="t-SNE" if mode == "standard" else f"t-SNE on the {mode} P")
     else:
-        title = f"ct-SNE, prior {' & '.join(args.prior)}" if args.prior else "t-SNE"
+        name = {"tsne": "t-SNE", "umap": "UMAP", "largevis": "LargeVis"}[args.algorithm]
+        conditional = "ct-SNE" if args.algorithm == "tsne" else f"conditional {name}"
+        title = f"{conditional}, prior {' & '.join(args.prior)}" if args.prior else name
         fig = plotting.plot_embedding(Y, colors, markers, title=title, color_name=color,
                                       marker_name=args.marker, random_state=0).figure
     plotting.save_figure(fig, args.plot, args.force)
@@ -177,6 +228,11 @@ def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC, resumed=None):
     (model, interrupted)."""
     from ...estimator.tsne import ConditionalTSNE
 
+    if args.algorithm != "tsne":
+        # no stop-and-keep: a Ctrl-C aborts the SGD like any work before the optimiser
+        model = _graph_model(args)
+        model.fit_transform(X, prior)
+        return model, False
     if args.resume:
         from .resume import load_for_resume
 

@@ -160,6 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exaggeration", type=float, metavar="E", help="attraction factor after "
                    "early exaggeration (default {exaggeration:g}; 2-4 gives tighter, "
                    "UMAP-like clusters)")
+    g = p.add_argument_group("UMAP and LargeVis (--algorithm umap | largevis)")
+    g.add_argument("--algorithm", choices=("tsne", "umap", "largevis"), default="tsne",
+                   help="the map: t-SNE (default), UMAP or LargeVis, each with the prior "
+                   "factored out the same way (its repulsion re-weighted by class)")
+    g.add_argument("--n-neighbors", type=int, metavar="K", help="umap: neighbours of each "
+                   "point, itself included (default {umap_n_neighbors})")
+    g.add_argument("--min-dist", type=float, metavar="D", help="umap: how tightly points "
+                   "pack (default {umap_min_dist:g})")
+    g.add_argument("--n-epochs", type=int, metavar="N", help="umap, largevis: SGD epochs "
+                   "(default: 500 up to 10,000 points, 200 above)")
     p.add_argument("--seed", type=int, help="random seed (for reproducible output)")
     _threads(p)
     p.add_argument("--save-model", metavar="FILE", help="pickle the fitted model (continue "

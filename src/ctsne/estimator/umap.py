@@ -1,0 +1,504 @@
+"""ConditionalUMAP: UMAP that factors out known labels (the paper's Appendix B).
+
+UMAP lays out a weighted graph by SGD: each sampled edge pulls its ends together through
+the curve ``φ(d) = 1 / (1 + a·d^(2b))`` and each of ``negative_sample_rate`` negative
+samples pushes the head away. The paper conditions UMAP by re-weighting that repulsion:
+pairs of the same prior class get weight α > 1, pairs of different classes β < 1, as
+two free parameters. Here they are tied as ct-SNE's are (paper Eq. 4):
+
+    α'ρ + β'(1 − ρ) = 1,    ρ = Σ_l n_l(n_l − 1) / (n(n − 1)),
+
+so the mean pair weight is 1, the expected repulsion of a uniformly drawn negative
+equals plain UMAP's and one parameter (β', default ``ctsne.prior.DEFAULT_BETA``) sets
+the strength. β' < 1 gives α' > 1: the paper's regime α > 1 > β, in which the map no
+longer needs to show the prior; β' > 1 strengthens the prior instead. Rather than
+drawing uniform negatives that mostly carry the small weight β', negatives are drawn by
+class in proportion to the pair weights and each carries the same weight
+(:mod:`ctsne.optimization.negatives`): the same expected force with none wasted.
+
+The repulsion cannot remove a prior that the graph does not connect across: where the
+prior separates the data, ``affinities="auto"`` (the default) lays out the label-balanced
+graph instead, chosen by ConditionalTSNE's rule (:mod:`ctsne.affinities.mixing`).
+
+:class:`GraphEmbedding` holds what UMAP and LargeVis share (validation, the prior, the
+start, the SGD, ``transform``); :class:`ConditionalUMAP` adds UMAP's fuzzy graph and
+curve, :class:`ctsne.estimator.largevis.ConditionalLargeVis` t-SNE's P and the Student-t
+kernel.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import NotFittedError
+
+from .._progress import progress_bar
+from ..affinities.balanced import balanced_affinities
+from ..affinities.fuzzy import fuzzy_graph, membership_strengths, smooth_knn
+from ..affinities.mixing import prior_mixing
+from ..affinities.modes import Affinities, warn_if_separated
+from ..checks import check_spread, to_safe_scale
+from ..forces.curve import fit_curve
+from ..neighbors.search import is_exact_search, nearest_neighbors
+from ..optimization.negatives import NegativeSampler
+from ..optimization.sgd import epochs_per_sample, optimize_layout
+from ..optimization.spectral import pca_init, spectral_init
+from ..prior import Prior, make_prior
+from .placement import encode_new_prior, reference_neighbors
+from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs, with_table
+from .validation import DescribedInput, check_X, threads
+
+try:  # scikit-learn ≥ 1.6
+    from sklearn.utils.validation import validate_data
+except ImportError:  # 1.3 to 1.5 keep the same bookkeeping as a BaseEstimator method
+    validate_data = None
+
+__all__ = ["ConditionalUMAP", "GraphEmbedding", "class_weights"]
+
+# Epochs of transform(): a third of the fit's, as umap-learn's transform, but at least
+# this many (a fit of 50 epochs would otherwise place points in 16).
+TRANSFORM_MIN_EPOCHS = 30
+# transform()'s initial learning rate as a share of the fit's (umap-learn's choice: the
+# new points start at their neighbours' mean position, already close to where they go).
+TRANSFORM_LR_SHARE = 0.25
+# Every start is rescaled into [0, BOX]ⁿ, as umap-learn's fit does whatever the start:
+# the curve's a and b and the learning rate suit maps of that size.
+BOX = 10.0
+# Seeds drawn from random_state lie below this (pynndescent takes an int32 seed).
+_SEED_HIGH = 2**31 - 1
+
+
+def class_weights(prior: Prior, sources: list[np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The joint classes of a prior and the repulsion weights of sources against them.
+
+    Parameters
+    ----------
+    prior : Prior
+        Its per-column codes and α'_m, β'_m.
+    sources : list of ndarray of int (r,), optional
+        Each source's code in every prior column (−1, a label unseen in training,
+        matches no class); default the joint classes themselves.
+
+    Returns
+    -------
+    joint : ndarray of int64 (n,)
+        Each point's joint class (the combination of every column), 0..L−1.
+    W : ndarray (L, L), or (r, L) for given sources
+        ``W[g, h] = Π_m (α'_m if g and h agree in column m else β'_m)``: α' on the
+        diagonal and β' off it for one column, the product of the factors for
+        ``combine="product"``.
+    """
+    joint = prior.joint_codes()
+    first = np.unique(joint, return_index=True)[1]  # a point of each joint class
+    if sources is None:
+        sources = [c[first] for c in prior.codes]
+    W = np.ones((len(sources[0]), len(first)))
+    for src, codes, a, b in zip(sources, prior.codes, prior.alphas, prior.betas, strict=True):
+        W *= np.where(np.asarray(src)[:, None] == codes[first][None, :], a, b)
+    return joint, W
+
+
+def _to_box(Y: np.ndarray) -> np.ndarray:
+    """``Y`` rescaled per axis into ``[0, BOX]`` (an axis without range goes to 0)."""
+    low = Y.min(axis=0)
+    span = Y.max(axis=0) - low
+    return BOX * (Y - low) / np.where(span > 0, span, 1.0)
+
+
+class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                     BaseEstimator):
+    """What ConditionalUMAP and ConditionalLargeVis share: all but the graph and the curve.
+
+    Subclasses set ``_table`` (their parameter table) and implement ``_build_graph``,
+    ``_curve``, ``_n_reference`` and ``_new_weights``.
+    """
+
+    _table = UMAP_PARAMETERS
+
+    # ------------------------------------------------------------------ hooks
+    def _build_graph(self, X, classes, search) -> Affinities:  # pragma: no cover
+        """The graph (``Affinities.P``, largest weight 1), its mode and diagnostics."""
+        raise NotImplementedError
+
+    def _curve(self) -> tuple[float, float]:  # pragma: no cover
+        """``(a, b)`` of the map's similarity ``1 / (1 + a·d^(2b))``."""
+        raise NotImplementedError
+
+    def _n_reference(self) -> int:  # pragma: no cover
+        """Neighbours of a new point among the training points in :meth:`transform`."""
+        raise NotImplementedError
+
+    def _new_weights(self, idx, dist) -> np.ndarray:  # pragma: no cover
+        """Edge weights of new points to their training neighbours (the graph's rows)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ conventions
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # the second positional argument is the prior, which is optional, not a target
+        tags.target_tags.required = False
+        # a seed fixes the map on one thread only: the SGD's updates race on several
+        tags.non_deterministic = self.n_jobs != 1
+        return tags
+
+    def _record_feature_names(self, X, *, reset: bool) -> None:
+        """scikit-learn's ``feature_names_in_`` bookkeeping for X as the caller gave it."""
+        if validate_data is None:
+            super()._check_feature_names(X, reset=reset)
+        else:
+            validate_data(self, X, skip_check_array=True, ensure_2d=False, reset=reset)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, prior=None):
+        """Embed ``X`` factoring out ``prior``; see :meth:`fit_transform`.
+
+        Returns
+        -------
+        self
+        """
+        self.fit_transform(X, prior)
+        return self
+
+    def fit_transform(self, X, prior=None, y=None) -> np.ndarray:
+        """Embed ``X`` (n, p) factoring out ``prior`` and return the embedding.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+            A DataFrame's column names become ``feature_names_in_``.
+        prior : labels (n,), labels (n, m), list of label arrays, DataFrame, or None
+            The known structure to factor out; any hashable values. ``None`` is the
+            plain method. (Second positional argument, so the estimator works in a
+            Pipeline.)
+        y : ignored
+
+        Returns
+        -------
+        ndarray (n_samples, n_components)
+        """
+        self._record_feature_names(X, reset=True)
+        X = check_X(X)
+        n = X.shape[0]
+        check_embedding_params(self._table, self.get_params(deep=False), n)
+        check_spread(X)
+        given = self._check_init(n)
+        a, b = self._curve()  # refuses a curve it cannot fit, before the search
+        self.__dict__.pop("input_provenance_", None)  # it described the previous data
+        classes = self._encode_prior(prior, n)  # refuses β' out of range, before the search
+        self.n_features_in_, self._n_features_out = X.shape[1], self.n_components
+        self.training_data_ = X
+        self.a_, self.b_ = float(a), float(b)
+        self.n_epochs_ = int(default_epochs(n) if self.n_epochs is None else self.n_epochs)
+        # one stream for everything random, so that a seed fixes the whole fit
+        seeds = np.random.default_rng(self.random_state).integers(_SEED_HIGH, size=3)
+        search = {"neighbors": self.neighbors, "metric": self.metric,
+                  "random_state": None if self.random_state is None else int(seeds[0]),
+                  "n_jobs": self.n_jobs}
+        with threads(self.n_jobs):
+            t0 = time.perf_counter()
+            built = self._build_graph(to_safe_scale(X), classes, search)
+            self.graph_, self.affinities_ = built.P, built.mode
+            self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
+            warn_if_separated(built, stacklevel=4)  # the user's fit (through fit_transform)
+            t1 = time.perf_counter()
+            if self.verbose:
+                for line in built.describe(t1 - t0):
+                    print(f"ctsne: {line}", file=sys.stderr)
+            Y = self._start(X, given, classes, int(seeds[1]))
+            t2 = time.perf_counter()
+            sampler = (NegativeSampler.uniform(n) if classes is None
+                       else NegativeSampler.from_classes(*class_weights(self.prior_)))
+            self.embedding_ = self._layout(Y, self.graph_, sampler, int(seeds[2]))
+        self.timings_ = {"graph": t1 - t0, "init": t2 - t1,
+                         "optimization": time.perf_counter() - t2}
+        return self.embedding_
+
+    def _check_init(self, n: int) -> np.ndarray | None:
+        """A given start as a float64 (n, n_components) array, checked before any work."""
+        if isinstance(self.init, str):
+            return None
+        try:
+            Y = np.array(self.init, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"init must be 'spectral', 'pca', 'random' or a numeric array: "
+                             f"{exc}") from None
+        if Y.shape != (n, self.n_components):
+            raise ValueError(f"init array has shape {Y.shape}; it must be (n_samples, "
+                             f"n_components) = ({n}, {self.n_components})")
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("init array contains NaN or infinite values")
+        return Y
+
+    def _encode_prior(self, prior, n: int) -> np.ndarray | None:
+        """Set ``prior_``, ``alpha_`` and ``beta_``; the joint classes, or None when there
+        is no prior or it does not split the points."""
+        beta = self._table["beta"].resolve(self.get_params(deep=False))
+        self.prior_ = make_prior(prior, n, beta=beta, alpha=self.alpha, combine=self.combine,
+                                 missing=self.missing)
+        if self.prior_ is None:
+            self.alpha_ = self.beta_ = 1.0
+            return None
+        a, b = self.prior_.alphas, self.prior_.betas
+        self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
+        self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
+        return None if self.prior_.is_trivial else self.prior_.joint_codes()
+
+    def _start(self, X: np.ndarray, given: np.ndarray | None, classes: np.ndarray | None,
+               seed: int) -> np.ndarray:
+        """The start, rescaled into the box [0, BOX]ⁿ (see the ``init`` parameter)."""
+        if given is not None:
+            return _to_box(given)
+        if self.init == "random":
+            return np.random.default_rng(seed).uniform(0.0, BOX, size=(len(X), self.n_components))
+        if self.init == "spectral":
+            return _to_box(spectral_init(self.graph_, self.n_components, seed))
+        # within-class PCA with a prior, as ConditionalTSNE starts
+        return _to_box(pca_init(X, self.n_components, seed, classes=classes))
+
+    def _layout(self, Y: np.ndarray, graph: sp.spmatrix, sampler: NegativeSampler, seed: int,
+                *, n_epochs: int | None = None, lr: float | None = None, Y_ref=None,
+                source_class=None) -> np.ndarray:
+        """The SGD over ``graph``'s edges (rows move; columns index ``Y_ref`` if given)."""
+        n_epochs = self.n_epochs_ if n_epochs is None else n_epochs
+        G = graph.tocoo()
+        eps = epochs_per_sample(G.data, n_epochs)
+        keep = eps > 0  # edges that would come up less than once in the run, as UMAP drops
+        bar = callback = None
+        if self.verbose:
+            bar = progress_bar(n_epochs, "transform" if Y_ref is not None else "epochs", "ep")
+
+            def callback(done, _Y):
+                bar.update(done - bar.n)
+
+        try:
+            return optimize_layout(
+                Y, G.row[keep], G.col[keep], eps[keep], n_epochs, self.a_, self.b_, sampler,
+                source_class=source_class, gamma=self.repulsion_strength,
+                negative_sample_rate=self.negative_sample_rate,
+                initial_lr=self.learning_rate if lr is None else lr, seed=seed, Y_ref=Y_ref,
+                callback=callback, callback_every=max(1, n_epochs // 50))
+        finally:
+            if bar is not None:
+                bar.close()
+
+    # ------------------------------------------------------------------ new points
+    def transform(self, X_new, prior_new=None) -> np.ndarray:
+        """Place new points into the fitted map without moving it.
+
+        Each new point is joined to its nearest training points (as many as a training
+        point's list holds, found by the fit's search rule) with the weights a training
+        point would give them, starts at their weighted mean position and moves by the
+        fit's SGD with the map held fixed: ``n_epochs_ // 3`` epochs (at least 30) at a
+        quarter of the learning rate, as umap-learn's transform. New points do not
+        interact; only their random draws, keyed by the edges' positions in the batch,
+        change with the other points given with them.
+
+        Parameters
+        ----------
+        X_new : array-like (m, n_features_in_)
+        prior_new : labels (m,) or (m, c), optional
+            The new points' labels in the fitted prior's columns: their negatives are
+            drawn with the fitted pair weights. A label unseen in training is a class of
+            its own (weight β' to every training point); leaving ``prior_new`` out for a
+            model fitted with a prior gives every pair β', with a warning.
+
+        Returns
+        -------
+        ndarray (m, n_components)
+        """
+        if not hasattr(self, "embedding_"):
+            raise NotFittedError("transform() places points into a fitted map; call fit() "
+                                 "or fit_transform() first")
+        if not hasattr(self, "training_data_"):
+            raise NotFittedError("this model no longer holds its training data "
+                                 "(training_data_), which transform() needs; refit it")
+        if hasattr(X_new, "columns"):
+            self._record_feature_names(X_new, reset=False)
+        X_new = check_X(X_new)
+        p, m = self.n_features_in_, X_new.shape[0]
+        if X_new.shape[1] != p:
+            # scikit-learn's wording first (its checks look for it), then ours
+            raise ValueError(f"X has {X_new.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {p} features as input: give the same features, in "
+                             "the same order")
+        sampler, rows = self._transform_sampler(prior_new, m)
+        n_epochs = max(TRANSFORM_MIN_EPOCHS, self.n_epochs_ // 3)
+        seed = int(np.random.default_rng(self.random_state).integers(_SEED_HIGH))
+        with threads(self.n_jobs):
+            idx, dist = self._reference_neighbors(X_new)
+            w = self._new_weights(idx, dist)
+            total = w.sum(axis=1, keepdims=True)
+            share = np.where(total > 0, w / np.where(total > 0, total, 1.0), 1.0 / w.shape[1])
+            Y = np.einsum("ik,ikd->id", share, self.embedding_[idx])
+            graph = sp.csr_matrix((w.ravel(), (np.repeat(np.arange(m), idx.shape[1]),
+                                               idx.ravel())), shape=(m, len(self.embedding_)))
+            graph.eliminate_zeros()
+            # the SGD kernel is compiled for writable maps (a fit moves the tails too); a
+            # model loaded read-only (memory-mapped) has a read-only embedding_
+            ref = self.embedding_ if self.embedding_.flags.writeable else self.embedding_.copy()
+            return self._layout(Y, graph, sampler, seed, n_epochs=n_epochs,
+                                lr=TRANSFORM_LR_SHARE * self.learning_rate, Y_ref=ref,
+                                source_class=rows)
+
+    def _transform_sampler(self, prior_new, m: int):
+        """The negatives of new points: the fit's classes, plus a source row per new
+        combination of labels; returns ``(sampler, source_class or None)``."""
+        prior = self.prior_
+        n = len(self.embedding_)
+        columns = encode_new_prior(prior, prior_new, m)  # refuses prior_new without a prior
+        if prior is None or prior.is_trivial:
+            return NegativeSampler.uniform(n), None
+        if not columns:
+            warnings.warn("prior_new not given for a model fitted with a prior: every pair "
+                          "gets weight β' (plain placement); pass the new points' labels to "
+                          "place them with the conditional repulsion", UserWarning,
+                          stacklevel=3)
+            columns = [np.full(m, -1, dtype=np.int64) for _ in prior.codes]
+        joint, W = class_weights(prior)
+        combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+        _, extra = class_weights(prior, list(combos.T))
+        sampler = NegativeSampler.from_classes(joint, W).with_source_rows(extra)
+        return sampler, len(W) + inverse.reshape(-1).astype(np.int64)
+
+    def _reference_neighbors(self, X_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The new rows' nearest training rows, searched as the fit searched its lists."""
+        X_ref = self.training_data_
+        k = self._n_reference()
+        if is_exact_search(*X_ref.shape, self.neighbors):
+            return reference_neighbors(X_ref, X_new, k, self.metric, self.n_jobs)
+        from pynndescent import NNDescent
+
+        seed = None if self.random_state is None else int(
+            np.random.default_rng(self.random_state).integers(_SEED_HIGH))
+        index = NNDescent(X_ref, n_neighbors=k + 1, metric=self.metric, random_state=seed,
+                          n_jobs=-1 if self.n_jobs is None else self.n_jobs, low_memory=True)
+        idx, dist = index.query(X_new, k=k)
+        return idx.astype(np.int64), dist.astype(np.float64)
+
+
+class ConditionalUMAP(GraphEmbedding):
+    """Conditional UMAP: a UMAP embedding that factors out known labels.
+
+    UMAP's fuzzy graph and curve, with the repulsion re-weighted by the prior: negatives
+    of the same class weigh α', of different classes β', tied by ``α'ρ + β'(1 − ρ) = 1``
+    (the paper's Eq. 4, so that the expected repulsion per uniform negative equals
+    UMAP's) and drawn by class in proportion to those weights. β' < 1 (so α' > 1, the
+    paper's α > 1 > β) removes the prior; ``prior=None`` is plain UMAP. Details in
+    :mod:`ctsne.estimator.umap`.
+
+    Parameters: from ctsne.estimator.umap_parameters.UMAP_PARAMETERS.
+
+    Attributes
+    ----------
+    embedding_ : ndarray (n, n_components)
+    graph_ : csr_matrix (n, n)
+        The edge weights laid out: the fuzzy graph (memberships in (0, 1]), or the
+        label-balanced P divided by its largest entry.
+    affinities_ : str
+        The graph actually used: "standard" (fuzzy) or "balanced".
+    prior_ : Prior or None
+    alpha_, beta_ : float or ndarray
+        The weights used (one per prior with ``combine="product"``); 1.0 without a prior.
+    prior_mixing_ : PriorMixing or None
+        Share of ``graph_``'s weight across prior classes against random labels (None
+        without a prior); ``standard_mixing_`` holds the fuzzy graph's when "auto"
+        switched to the balanced one (else None).
+    a_, b_ : float
+        The curve ``1 / (1 + a·d^(2b))``.
+    n_epochs_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        X's column names when X was a DataFrame with string column names.
+    training_data_ : ndarray (n, p)
+        The fitted X, kept for :meth:`transform` (delete it for a smaller model).
+    timings_ : dict
+        Seconds spent on the graph (neighbours included), the start and the SGD.
+    """
+
+    _table = UMAP_PARAMETERS
+
+    def __init__(self, n_neighbors: int = 15, n_components: int = 2, min_dist: float = 0.1,
+                 spread: float = 1.0, beta: float | None = None, alpha: float | None = None,
+                 combine: str = "joint", missing: str = "class", n_epochs: int | None = None,
+                 learning_rate: float = 1.0, negative_sample_rate: int = 5,
+                 repulsion_strength: float = 1.0, init="spectral", affinities: str = "auto",
+                 within_weight: float | None = None, neighbors: str = "auto",
+                 metric: str = "euclidean", local_connectivity: float = 1.0,
+                 set_op_mix_ratio: float = 1.0, random_state=None, n_jobs: int | None = None,
+                 verbose: bool = False):
+        self.n_neighbors = n_neighbors
+        self.n_components = n_components
+        self.min_dist = min_dist
+        self.spread = spread
+        self.beta = beta
+        self.alpha = alpha
+        self.combine = combine
+        self.missing = missing
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.negative_sample_rate = negative_sample_rate
+        self.repulsion_strength = repulsion_strength
+        self.init = init
+        self.affinities = affinities
+        self.within_weight = within_weight
+        self.neighbors = neighbors
+        self.metric = metric
+        self.local_connectivity = local_connectivity
+        self.set_op_mix_ratio = set_op_mix_ratio
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _curve(self) -> tuple[float, float]:
+        return fit_curve(self.spread, self.min_dist)
+
+    def _n_reference(self) -> int:
+        return self.n_neighbors - 1
+
+    def _new_weights(self, idx: np.ndarray, dist: np.ndarray) -> np.ndarray:
+        # a new point's list is as long as a training point's (self left out), so the same
+        # target and local_connectivity give it the memberships a training point would have
+        sigmas, rhos = smooth_knn(dist, self.n_neighbors, self.local_connectivity)
+        # membership_strengths drops an entry naming its own row (a training point's
+        # self); new row i is not training point i, so the indices are shifted past the rows
+        return membership_strengths(idx + len(idx), dist, sigmas, rhos)
+
+    def _build_graph(self, X: np.ndarray, classes: np.ndarray | None,
+                     search: dict) -> Affinities:
+        if classes is not None and self.affinities == "balanced":
+            G = self._balanced(X, classes, search, None)
+            return Affinities(G, "balanced", prior_mixing(G, classes))
+        idx, dist = nearest_neighbors(X, self.n_neighbors - 1, method=search["neighbors"],
+                                      metric=search["metric"],
+                                      random_state=search["random_state"],
+                                      n_jobs=search["n_jobs"])
+        G = fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
+                        self.local_connectivity)
+        if classes is None:
+            return Affinities(G, "standard", None)
+        mixing = prior_mixing(G, classes)  # normalises G to sum 1 itself
+        if self.affinities == "standard" or not mixing.separates:
+            return Affinities(G, "standard", mixing)
+        # rows whose list is all own-class need no new own-class search
+        mask = np.all(classes[idx] == classes[:, None], axis=1)
+        G = self._balanced(X, classes, search, (idx, dist, mask))
+        return Affinities(G, "balanced", prior_mixing(G, classes), standard_mixing=mixing)
+
+    def _balanced(self, X, classes, search, known) -> sp.csr_matrix:
+        """The label-balanced P on ``n_neighbors − 1`` neighbours, largest weight 1."""
+        # perplexity k/3 gives balanced_affinities blocks of exactly k = n_neighbors − 1
+        # neighbours, the fuzzy graph's lists (reused through ``known``)
+        P = balanced_affinities(X, classes, (self.n_neighbors - 1) / 3.0, self.within_weight,
+                                known=known, **search)
+        return P / P.data.max()
+
+
+ConditionalUMAP.__doc__ = with_table(
+    ConditionalUMAP.__doc__, "Parameters: from ctsne.estimator.umap_parameters.UMAP_PARAMETERS.",
+    UMAP_PARAMETERS)
