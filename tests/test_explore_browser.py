@@ -3,7 +3,9 @@
 Opens the page on a small data set, checks the points are drawn with no JavaScript
 errors, box-selects through synthetic pointer events, waits for the ranking, factors out,
 waits for the second map, and checks that a selection made in one map is the other's.
-A screenshot is kept (``tmp_path`` and ``/tmp/ctsne-explore-browser*.png``).
+A screenshot is kept (``tmp_path`` and ``/tmp/ctsne-explore-browser*.png``). A second test
+makes two selections in a row and reads the ranking table's rendered rows after each
+(screenshot: ``/tmp/ranking_after_second.png``).
 
 Skipped only when Chromium or its driver is missing outside CI (``CI=true`` fails instead:
 ``.ci/run`` installs Debian's ``chromium`` and ``chromium-driver``).
@@ -206,6 +208,111 @@ def test_select_rank_factor_out_and_linked_selection(driver, tmp_path):
         d.save_screenshot(str(path))
         shutil.copy(path, "/tmp/ctsne-explore-browser.png")
         assert path.stat().st_size > 10_000
+        assert _severe(d) == []
+    finally:
+        handle.stop()
+
+
+def _rendered_ranking(d) -> list:
+    """The ranking table as the browser draws it: the text of the ``feature`` cell of each
+    SlickGrid row (``.slick-row`` / ``.slick-cell`` in the shadow root of the DataTable
+    named "ranking"), top to bottom. Rows are absolutely positioned, so they are ordered
+    by their ``top``, not by their place in the DOM."""
+    return d.execute_script(f"""
+        const root = Bokeh.index.find_one({_MODEL}('ranking')).shadow_el;
+        const heads = [...root.querySelectorAll('.slick-header-column')]
+            .map(h => h.textContent.trim());
+        const col = heads.indexOf('feature');
+        if (col < 0) return null;
+        return [...root.querySelectorAll('.slick-row')]
+            .map(r => [parseFloat(r.style.top) || 0,
+                       r.querySelectorAll('.slick-cell')[col].textContent.trim()])
+            .sort((a, b) => a[0] - b[0]).map(r => r[1]);""")
+
+
+def _check_ranking(d, X, rows, shot=None):
+    """Wait for the ranking of ``rows`` and check that the table shows it: its first
+    rendered row is the source's first feature, the headline's "top:" and the top of
+    ``ctsne.ranking.rank_features`` run directly; every rendered row is the source's.
+    ``shot``: a path for a screenshot of the page as checked."""
+    import re
+
+    from ctsne.ranking import rank_features
+
+    n = len(rows)
+    mask = np.zeros(len(X), dtype=bool)
+    mask[sorted(rows)] = True
+    top = rank_features(X, mask, [f"x{j}" for j in range(X.shape[1])], cv=3,
+                        random_state=0).top
+    _wait(d, f"return {_MODEL}('ranking_info').text.includes('<b>{n}</b> of {len(X)}')",
+          30, f"the ranking of {n} points")
+    feats = d.execute_script(f"return {_MODEL}('ranking_source').data.feature")
+    headline = d.execute_script(
+        f"return Bokeh.index.find_one({_MODEL}('ranking_info')).shadow_el.textContent")
+    m = re.search(r"top: (\S+)", headline)
+    assert m and m.group(1) == feats[0] == top, (headline, feats, top)
+    # the drawn rows follow the source (give the browser a moment to redraw)
+    end = time.monotonic() + 5.0
+    shown = None
+    while time.monotonic() < end:
+        shown = _rendered_ranking(d)
+        if shown == list(feats):
+            break
+        time.sleep(0.1)
+    if shot is not None:
+        d.save_screenshot(str(shot))
+    assert shown == list(feats), f"the table shows {shown}, the ranking is {feats}"
+    assert shown[0] == top
+    return top
+
+
+def test_each_selection_redraws_the_ranking_table(driver, tmp_path):
+    """Two selections in a row whose rankings differ in their top feature: after each,
+    the table's RENDERED rows are the new ranking (issue 22, item 1: a DataTable whose
+    source data is replaced by data of the same length was not redrawn)."""
+    d = driver
+    X, g = _data()
+    h = np.random.default_rng(1).integers(0, 2, len(X))
+    X[:, 1] += 6 * h  # two groups along x1 as well: a box over the top one ranks x1 first
+    Y0 = X[:, [0, 1]]
+    handle = explore(X, embedding=Y0, out_dir=tmp_path / "out", perplexity=15, n_iter=150,
+                     random_state=0)
+    try:
+        # the shared browser may still show an earlier test's page, whose server is gone:
+        # leave it, and drop what it logged, so that only this page's errors count
+        d.get("about:blank")
+        d.get_log("browser")
+        d.get(handle.url)
+        _wait(d, f"return window.Bokeh && Bokeh.documents.length > 0 && "
+              f"Bokeh.index.find_one({_MODEL}('fig_map_b')) != null", 30, "the page")
+        time.sleep(1.0)
+        xlo, xhi = Y0[:, 0].min() - 0.2, Y0[:, 0].max() + 0.2
+        ylo, yhi = Y0[:, 1].min() - 0.2, Y0[:, 1].max() + 0.2
+
+        # 1: the right-hand group along x0 (all of y): x0 ranks first
+        lo, hi = (X[g == 2, 0].min() - 0.1, ylo), (xhi, yhi)
+        want = _inside(Y0, lo, hi)
+        _box_select(d, "fig_map_b", lo, hi)
+        got = _wait(d, f"const i = {_MODEL}('points').selected.indices; "
+                    "return i.length ? i : null", 10, "the first selection")
+        assert set(got) == want and len(want) > 20
+        first = _check_ranking(d, X, want)
+        assert first == "x0"
+
+        # 2: the upper group along x1 (all of x): x1 ranks first, the table must follow
+        lo2, hi2 = (xlo, X[h == 1, 1].min() - 0.1), (xhi, yhi)
+        want2 = _inside(Y0, lo2, hi2)
+        assert len(want2) != len(want)  # the headline tells the two rankings apart
+        _box_select(d, "fig_map_b", lo2, hi2)
+        _wait(d, f"const i = {_MODEL}('points').selected.indices; "
+              f"return i.length == {len(want2)}", 10, "the second selection")
+        assert set(d.execute_script(f"return {_MODEL}('points').selected.indices")) == want2
+        try:
+            second = _check_ranking(d, X, want2, shot=tmp_path / "ranking.png")
+        finally:  # kept, failed or not
+            if (tmp_path / "ranking.png").exists():
+                shutil.copy(tmp_path / "ranking.png", "/tmp/ranking_after_second.png")
+        assert second == "x1" != first
         assert _severe(d) == []
     finally:
         handle.stop()

@@ -365,10 +365,25 @@ class _Page:
         self.rank_future = (key, self.pool.submit(self.s.rank, rows))
 
     def _show_ranking(self, r):
-        self.rank_source.data = {"rank": list(range(1, len(r.feature_names) + 1)),
-                                 "feature": list(r.feature_names),
-                                 "weight": [float(w) for w in r.weights],
-                                 "mean_difference": [float(m) for m in r.mean_difference]}
+        from bokeh.models import ColumnDataSource
+
+        # A NEW source for the table, not new data in the old one: BokehJS's DataTableView
+        # redraws its rows only when its CDSView's indices change or the table model itself
+        # changes. Replacing (or patching) the data of a source by data of the same length,
+        # as every ranking is (one row per feature), leaves the indices equal, so the page
+        # kept drawing the first ranking under the new headline (Bokeh 3.9; issue 22).
+        # Assigning a new source changes the table model, which rebuilds its grid from it.
+        # The name moves to the new source: the browser keeps a detached model for up to
+        # 30 s, and two models named "ranking_source" would make the name ambiguous.
+        old = self.rank_source
+        self.rank_source = ColumnDataSource(
+            {"rank": list(range(1, len(r.feature_names) + 1)),
+             "feature": list(r.feature_names),
+             "weight": [float(w) for w in r.weights],
+             "mean_difference": [float(m) for m in r.mean_difference]},
+            name="ranking_source")
+        old.name = None
+        self.rank_table.source = self.rank_source
         auc = "n/a" if not np.isfinite(r.auc) else f"{r.auc:.3f}"
         self.rank_info.text = (f"<b>{r.n_selected}</b> of {r.n_total} points selected; "
                                f"separation (cross-validated ROC AUC) <b>{auc}</b>; top: "
