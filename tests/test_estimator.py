@@ -177,7 +177,7 @@ def test_synthetic_example_factors_out_the_prior():
          for name, Y in (("tsne", tsne), ("ct", ct)) for lab in ("f14", "f56")}
     assert h["tsne", "f14"] > 0.9
     assert h["ct", "f14"] < 0.6 * h["tsne", "f14"]
-    assert h["ct", "f56"] > h["tsne", "f56"]
+    assert h["ct", "f56"] > h["tsne", "f56"] + 0.01  # measured 0.945 against 0.905
 
 
 def test_every_method_reaches_the_same_kl(monkeypatch):
