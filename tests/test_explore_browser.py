@@ -316,3 +316,238 @@ def test_each_selection_redraws_the_ranking_table(driver, tmp_path):
         assert _severe(d) == []
     finally:
         handle.stop()
+
+
+# ------------------------------------------------------------------ issue 22, items 2, 3, 6
+def _open(d, url):
+    """Load the page (dropping what an earlier page logged) and wait for the maps."""
+    d.get("about:blank")
+    d.get_log("browser")
+    d.get(url)
+    _wait(d, f"return window.Bokeh && Bokeh.documents.length > 0 && "
+          f"Bokeh.index.find_one({_MODEL}('fig_map_b')) != null", 30, "the page")
+    time.sleep(1.0)
+
+
+def _viewport(d, width, height):
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+
+def _frame(d, fig):
+    """[x_start, x_end, y_start, y_end, frame width, frame height] of figure ``fig``."""
+    return d.execute_script(f"""const f = {_MODEL}(arguments[0]);
+        const v = Bokeh.index.find_one(f);
+        return [f.x_range.start, f.x_range.end, f.y_range.start, f.y_range.end,
+                v.frame.bbox.width, v.frame.bbox.height];""", fig)
+
+
+def _drawn(d, x, y):
+    """[min x, max x, min y, max y] of the columns ``x``, ``y`` of the points source."""
+    return d.execute_script(f"""const s = {_MODEL}('points').data;
+        const x = Array.from(s[arguments[0]]), y = Array.from(s[arguments[1]]);
+        return [Math.min(...x), Math.max(...x), Math.min(...y), Math.max(...y)];""", x, y)
+
+
+def _framed(frame, box, fill=0.6):
+    """The points' box lies inside the view and fills at least ``fill`` of it along one
+    axis (not a speck in a corner, not cut off)."""
+    x0, x1, y0, y1 = frame[:4]
+    bx0, bx1, by0, by1 = box
+    inside = x0 <= bx0 and bx1 <= x1 and y0 <= by0 and by1 <= y1
+    return inside and max((bx1 - bx0) / (x1 - x0), (by1 - by0) / (y1 - y0)) >= fill
+
+
+def _equal_scale(frame, rel=0.02):
+    """Data units per pixel are the same along x and y."""
+    x0, x1, y0, y1, w, h = frame
+    return abs((x1 - x0) / w - (y1 - y0) / h) <= rel * (x1 - x0) / w
+
+
+def _rects(d, names):
+    return d.execute_script(f"""return arguments[0].map(n => {{
+        const b = Bokeh.index.find_one({_MODEL}(n)).shadow_el.querySelector('button');
+        const r = b.getBoundingClientRect();
+        return [r.left, r.top, r.right, r.bottom, b.scrollWidth, b.clientWidth]; }});""",
+                            names)
+
+
+def _click_legend_row(d, k):
+    """A real click on row ``k`` of the legend table."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    x, y = d.execute_script(f"""
+        const root = Bokeh.index.find_one({_MODEL}('legend_table')).shadow_el;
+        const rows = [...root.querySelectorAll('.slick-row')]
+            .sort((a, b) => (parseFloat(a.style.top) || 0) - (parseFloat(b.style.top) || 0));
+        const r = rows[arguments[0]].querySelector('.slick-cell').getBoundingClientRect();
+        return [r.left + r.width / 2, r.top + r.height / 2];""", k)
+    chain = ActionChains(d)
+    chain.w3c_actions.pointer_action.move_to_location(int(x), int(y)).click()
+    chain.perform()
+
+
+def _wheel(d, fig, dy):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+
+    x, y, w, h = d.execute_script(f"""const r = Bokeh.index.find_one({_MODEL}(arguments[0]))
+        .el.getBoundingClientRect(); return [r.left, r.top, r.width, r.height];""", fig)
+    ActionChains(d).scroll_from_origin(
+        ScrollOrigin.from_viewport(int(x + w / 2), int(y + h / 2)), 0, dy).perform()
+
+
+def test_page_fits_its_controls_and_draws_equal_scale_maps(driver, tmp_path):
+    """Issue 22, item 3: at 1280×800 and 1600×1000 the export buttons do not overlap
+    ("PARQUET" was drawn under "PNG") and each map is drawn at equal scale, framed to its
+    own points. Screenshots: /tmp/ctsne-explore-1280x800.png, -1600x1000.png."""
+    from ctsne.interfaces.explorer.session import Step
+
+    d = driver
+    X, g = _data()
+    Y0 = X[:, [0, 1]]  # wide: x spans ~20, y ~6
+    Y1 = np.c_[X[:, 1] * 40 + 500, X[:, 0]]  # another map, elsewhere and much wider
+    handle = explore(X, data={"g": np.array([f"g{v}" for v in g])}, embedding=Y0,
+                     out_dir=tmp_path / "out")
+    handle.explorer.session.add_step(Step(["g"], 0.01, Y1, parent=0))
+    buttons = [f"export_{k}" for k in ("csv", "parquet", "png", "svg", "json")]
+    try:
+        for width, height in ((1280, 800), (1600, 1000)):
+            _viewport(d, width, height)
+            _open(d, handle.url)
+            path = f"/tmp/ctsne-explore-{width}x{height}.png"
+            d.save_screenshot(path)
+            rects = _rects(d, buttons)
+            for k in range(len(buttons) - 1):  # left to right, none over the next
+                assert rects[k][2] <= rects[k + 1][0], \
+                    f"{buttons[k]} overlaps {buttons[k + 1]} at {width}×{height}: {rects}"
+            for name, r in zip(buttons, rects, strict=True):
+                assert r[4] <= r[5], f"the label of {name} is cut at {width}×{height}"
+            for fig, cols in (("fig_map_a", ("xa", "ya")), ("fig_map_b", ("xb", "yb"))):
+                frame = _frame(d, fig)
+                assert _equal_scale(frame), (fig, frame)
+                assert _framed(frame, _drawn(d, *cols)), (fig, frame)
+            assert _severe(d) == []
+    finally:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        handle.stop()
+
+
+def test_a_new_map_is_framed_to_its_own_points(driver, tmp_path):
+    """Issue 22, item 3: after the user zoomed the map, the live frames of the next run
+    and the finished map are framed to their own points (they were drawn inside the
+    zoomed view of the old map: a speck at the start, cut off at the end).
+    Screenshots: /tmp/ctsne-explore-live.png, /tmp/ctsne-explore-refit.png."""
+    d = driver
+    X, g = _data()
+    Y0 = X[:, [0, 1]]
+    handle = explore(X, data={"g": np.array([f"g{v}" for v in g])}, embedding=Y0,
+                     out_dir=tmp_path / "out", perplexity=15, n_iter=1500,
+                     early_exaggeration_iter=100, random_state=0, backend="canvas")
+    try:
+        _open(d, handle.url)
+        before = _frame(d, "fig_map_b")
+        _wheel(d, "fig_map_b", -400)  # zoom in: the view no longer follows the data
+        _wait(d, f"return {_MODEL}('fig_map_b').x_range.end < {before[1]}", 10, "the zoom")
+        d.execute_script(f"{_MODEL}('prior').value = ['g'];")
+        time.sleep(0.3)
+        _click(d, "factor_out")
+        _wait(d, f"return {_MODEL}('progress').text.includes('iteration')", 60, "live frames")
+        # while it runs, the view follows the live map
+        end = time.monotonic() + 10
+        ok = False
+        while not ok and time.monotonic() < end and \
+                d.execute_script(f"return {_MODEL}('history').options.length") == 1:
+            ok = _framed(_frame(d, "fig_map_b"), _drawn(d, "xb", "yb"))
+            time.sleep(0.05)
+        d.save_screenshot("/tmp/ctsne-explore-live.png")
+        assert ok, "no live frame was framed to its points"
+        _wait(d, f"return {_MODEL}('history').options.length == 2", 120, "the new map")
+        time.sleep(1.0)
+        d.save_screenshot("/tmp/ctsne-explore-refit.png")
+        frame = _frame(d, "fig_map_b")
+        Y1 = handle.explorer.session.steps[1].embedding
+        box = [Y1[:, 0].min(), Y1[:, 0].max(), Y1[:, 1].min(), Y1[:, 1].max()]
+        assert _framed(frame, box, fill=0.8) and _equal_scale(frame), (frame, box)
+        assert _framed(_frame(d, "fig_map_a"), _drawn(d, "xa", "ya"))
+        assert _severe(d) == []
+    finally:
+        handle.stop()
+
+
+def test_cluster_after_a_legend_click_selects_nothing(driver, tmp_path):
+    """Issue 22, item 6: a legend row clicked before "Cluster" is not carried over into
+    the clustering's legend (the browser then selected that row's cluster unasked)."""
+    d = driver
+    X, g = _data()
+    handle = explore(X, data={"g": np.array([f"g{v}" for v in g])}, embedding=X[:, [0, 1]],
+                     out_dir=tmp_path / "out")
+    page_rows = lambda: d.execute_script(f"return {_MODEL}('points').selected.indices")  # noqa: E731
+    try:
+        _open(d, handle.url)
+        _click_legend_row(d, 1)
+        got = _wait(d, f"const i = {_MODEL}('points').selected.indices; "
+                    "return i.length ? i : null", 10, "the legend selection")
+        assert set(got) == set(np.flatnonzero(g == 1).tolist())
+        d.execute_script(f"{_MODEL}('points').selected.indices = [];")  # clear it
+        time.sleep(1.0)
+        _click(d, "cluster")
+        _wait(d, f"return {_MODEL}('color').value == 'clusters1'", 30, "the clustering")
+        time.sleep(2.0)
+        d.save_screenshot("/tmp/ctsne-explore-cluster.png")
+        assert page_rows() == []
+        assert d.execute_script(f"return {_MODEL}('legend').selected.indices") == []
+        assert "Select points" in d.execute_script(f"return {_MODEL}('ranking_info').text")
+        # with a legend row (cluster c2) still selected, "Cluster" keeps that selection and
+        # selects no row of the new legend
+        _click_legend_row(d, 2)
+        want = np.flatnonzero(handle.explorer.session.labels["clusters1"] == "c2").tolist()
+        _wait(d, f"return {_MODEL}('points').selected.indices.length == {len(want)}", 10,
+              "the cluster's selection")
+        _click(d, "cluster")
+        _wait(d, f"return {_MODEL}('color').value == 'clusters2'", 30, "the clustering")
+        time.sleep(2.0)
+        assert sorted(page_rows()) == want
+        assert d.execute_script(f"return {_MODEL}('legend').selected.indices") == []
+        assert _severe(d) == []
+    finally:
+        handle.stop()
+
+
+def test_label_columns_of_a_table_are_labels_on_the_page(driver, tmp_path, monkeypatch):
+    """Issue 22, item 2: ``ctsne explore`` on a table with a whole-number ``digit`` and a
+    text ``thickness`` column: neither is a feature (ranked, mapped), both are offered as
+    priors, and the page lists features and labels. Screenshot:
+    /tmp/ctsne-explore-columns.png."""
+    from ctsne.interfaces.cli.main import build_parser
+    from ctsne.interfaces.explorer.command import start
+
+    d = driver
+    X, g = _data()
+    thick = np.array(["thin", "medium", "thick"])[np.arange(len(X)) % 3]
+    data = tmp_path / "d.csv"
+    data.write_text("x0,x1,x2,x3,digit,thickness\n" + "".join(
+        ",".join(f"{v:.5f}" for v in X[i]) + f",{g[i]},{thick[i]}\n" for i in range(len(X))))
+    emb = tmp_path / "e.csv"
+    emb.write_text("id,ctsne1,ctsne2\n" + "".join(f"{i},{X[i, 0]},{X[i, 1]}\n"
+                                              for i in range(len(X))))
+    args = build_parser().parse_args(["explore", str(data), "--embedding", str(emb),
+                                      "--no-browser", "--out", str(tmp_path / "out")])
+    handle = start(args)
+    try:
+        _open(d, handle.url)
+        text = d.execute_script(
+            f"return Bokeh.index.find_one({_MODEL}('columns')).shadow_el.textContent")
+        assert "4 features" in text and "labels" in text and "digit" in text, text
+        options = d.execute_script(f"return {_MODEL}('prior').options")
+        assert {"digit", "thickness", "x0"} <= set(options)
+        _click_legend_row(d, 2)  # digit 2: colour is the first label, digit
+        feats = _wait(d, f"const f = {_MODEL}('ranking_source').data.feature; "
+                      "return f.length ? f : null", 30, "the ranking")
+        assert sorted(feats) == ["x0", "x1", "x2", "x3"] and feats[0] == "x0"
+        time.sleep(0.5)
+        d.save_screenshot("/tmp/ctsne-explore-columns.png")
+        assert _rendered_ranking(d) == list(feats)
+        assert _severe(d) == []
+    finally:
+        handle.stop()

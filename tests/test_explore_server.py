@@ -89,8 +89,8 @@ def test_cli_serves_a_precomputed_map_until_ctrl_c(tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out
     assert seen["url"] in out
     s = seen["session"]
-    assert s.feature_names == ["a", "b", "grp=x", "grp=y"]
-    assert list(s.labels) == ["grp"]  # a one-hot encoded text column stays a label
+    assert s.feature_names == ["a", "b"]  # a text column is a label, not a feature
+    assert list(s.labels) == ["grp"]
     # the map was aligned by id: row r5 sits at (5, -5) though the file lists it reversed
     row = list(s.ids).index("r5")
     assert tuple(s.steps[0].embedding[row]) == (5.0, -5.0)
@@ -202,3 +202,244 @@ def test_page_draws_a_subsample_but_selects_every_point(tmp_path):
     # the browser's own index update (drawn points only) does not replace it
     page.source.selected.indices = [0, 1]
     assert np.array_equal(page.selected_rows, by_hand)
+
+
+# ----------------------------------------------------------------- features and labels
+def _labelled_csv(path, n=120, seed=0):
+    """Two float features, a sparse count (0 on all but two rows: a feature), a balanced
+    whole-number ``digit`` column and a text ``thickness`` column (both labels)."""
+    rng = np.random.default_rng(seed)
+    digit = np.arange(n) % 4
+    a = rng.normal(size=n) + 3 * digit
+    b = rng.normal(size=n)
+    sparse = np.zeros(n, dtype=int)
+    sparse[[3, 50]] = [1, 2]
+    thick = np.array(["thin", "medium", "thick"])[np.arange(n) % 3]
+    path.write_text("a,b,sparse,digit,thickness\n" + "".join(
+        f"{a[i]:.4f},{b[i]:.4f},{sparse[i]},{digit[i]},{thick[i]}\n" for i in range(n)))
+    return digit
+
+
+def _serve_cli(monkeypatch, argv):
+    """Run ``ctsne explore`` until its server is up; return (code, session, page)."""
+    from bokeh.document import Document
+
+    from ctsne.interfaces.explorer.app import _Page
+
+    seen = {}
+    real_serve = pkg.serve
+
+    def spy_serve(*args, **kw):
+        h = real_serve(*args, **kw)
+        seen["handle"] = h
+        return h
+
+    def stop_now(seconds):
+        raise KeyboardInterrupt
+
+    real_sleep = command_mod.time.sleep  # the time module's: restored for the caller
+    monkeypatch.setattr(pkg, "serve", spy_serve)
+    monkeypatch.setattr(command_mod.time, "sleep", stop_now)
+    try:
+        code = main(["explore", *argv, "--no-browser"])
+    finally:
+        monkeypatch.setattr(command_mod.time, "sleep", real_sleep)
+    ex = seen["handle"].explorer
+    return code, ex.session, _Page(Document(), ex)
+
+
+def test_label_like_columns():
+    from ctsne.interfaces.explorer.command import LABEL_MAX_LEVELS, label_like
+
+    assert label_like(np.array(["a", None, "b"], dtype=object))
+    # numbers read as text because of a typo: not a label (the feature checks report it)
+    assert not label_like(np.array(["1.5", "2", "3O", "4"], dtype=object))
+    assert label_like(np.arange(100) % 10)  # a digit
+    assert label_like(np.r_[np.zeros(50), np.ones(50), np.nan])  # a 0/1 group, one missing
+    assert not label_like(np.arange(100) % (LABEL_MAX_LEVELS + 1))  # too many values
+    assert not label_like(np.r_[np.zeros(998), 1, 2])  # a sparse count: a feature
+    assert not label_like(np.linspace(0, 1, 100))  # continuous
+    assert not label_like(np.r_[np.zeros(50), np.full(50, 0.5)])  # not whole numbers
+    assert not label_like(np.zeros(10))  # constant
+
+
+def test_cli_keeps_label_columns_out_of_the_features(tmp_path, monkeypatch, capsys):
+    """Issue 22, item 2: by default a whole-number column with few values and a text
+    column are labels (offered as priors), not features; --columns overrides."""
+    data = tmp_path / "d.csv"
+    _labelled_csv(data)
+    emb = tmp_path / "e.csv"
+    emb.write_text("id,ctsne1,ctsne2\n" + "".join(f"{i},{i},{-i}\n" for i in range(120)))
+    common = [str(data), "--embedding", str(emb), "--out", str(tmp_path / "out")]
+    code, s, page = _serve_cli(monkeypatch, common)
+    assert code == 0
+    assert s.feature_names == ["a", "b", "sparse"]
+    assert list(s.labels) == ["digit", "thickness"]
+    err = capsys.readouterr().err
+    assert "label columns, not features: digit, thickness" in err and "--columns" in err
+    # the page says which columns are which, and any column can be a prior
+    text = page.columns_info.text
+    assert "3 features" in text and "sparse" in text and "digit" in text and "labels" in text
+    assert {"digit", "thickness", "a", "sparse"} <= set(page.prior.options)
+    assert page.color.value == "digit"
+    # a ranking ranks the features only
+    page.legend_source.selected.indices = [3]
+    import time
+
+    deadline = time.monotonic() + 30
+    while page.rank_future is not None and time.monotonic() < deadline:
+        page._poll()
+        time.sleep(0.05)
+    assert sorted(page.rank_source.data["feature"]) == ["a", "b", "sparse"]
+    # a feature chosen as a prior is made a label (binned when continuous)
+    assert page.ex.resolve_prior(["a", "digit"]) == ["a", "digit"] and "a" in s.labels
+
+    code, s2, _ = _serve_cli(monkeypatch, [*common, "--columns", "a", "b", "digit"])
+    assert code == 0 and s2.feature_names == ["a", "b", "digit"]
+    assert "label columns, not features" not in capsys.readouterr().err
+
+
+def test_cli_refuses_input_with_only_label_columns(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    data.write_text("g,h\n" + "".join(f"{i % 2},{'xy'[i % 2]}\n" for i in range(20)))
+    assert main(["explore", str(data), "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert "every column looks like a label" in err and "--columns" in err
+
+
+# ----------------------------------------------------------------- stale state (item 6)
+def _page3(tmp_path, n=120, n_iter=40):
+    """A page on three groups along feature b (labels g; v continuous)."""
+    from bokeh.document import Document
+
+    from ctsne import ConditionalTSNE
+    from ctsne.interfaces.explorer.app import _Page
+    from ctsne.interfaces.explorer.controller import Explorer
+    from ctsne.interfaces.explorer.session import Session, Step
+
+    rng = np.random.default_rng(2)
+    g = np.repeat([0, 1, 2], n // 3)
+    X = rng.normal(size=(n, 3))
+    X[:, 1] += 6 * g
+    s = Session(X, ["a", "b", "c"], np.arange(n),
+                {"g": np.array([f"g{v}" for v in g], dtype=object)})
+    s.add_step(Step([], 1.0, X[:, [1, 2]]))
+    ex = Explorer(s, ConditionalTSNE(method="exact", perplexity=10, n_iter=n_iter,
+                                     early_exaggeration_iter=20, random_state=0), tmp_path)
+    return _Page(Document(), ex), s
+
+
+def _settle(page, timeout=60.0):
+    """Run the page's periodic callback until no ranking or run is pending."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    def busy():
+        return page.rank_future is not None or getattr(page, "job", None) is not None
+
+    while busy() and time.monotonic() < deadline:
+        page._poll()
+        time.sleep(0.05)
+    assert not busy()
+
+
+PROMPT = "Select points"
+
+
+def test_ranking_headline_and_table_describe_the_shown_selection(tmp_path):
+    """Issue 22, item 6: the headline (and table) never describe a selection that is no
+    longer the one shown."""
+    from ctsne.interfaces.explorer.session import Step
+
+    page, s = _page3(tmp_path)
+    page.legend_source.selected.indices = [2]
+    assert "ranking 40 selected points" in page.rank_info.text
+    assert page.rank_source.data["feature"] == []  # not the previous ranking meanwhile
+    _settle(page)
+    assert "<b>40</b> of 120" in page.rank_info.text and page.rank_source.data["feature"]
+
+    page.source.selected.indices = []  # a click on empty space clears the selection
+    assert PROMPT in page.rank_info.text and page.rank_source.data["feature"] == []
+
+    # a ranking that finishes after its selection was cleared is not shown
+    page.legend_source.selected.indices = [0]
+    page.source.selected.indices = []
+    _settle(page)
+    assert PROMPT in page.rank_info.text and page.rank_source.data["feature"] == []
+    assert s.steps[0].ranking is None or len(s.steps[0].selection) == 0
+
+    # a step without a ranking does not show the ranking of the step shown before
+    page.legend_source.selected.indices = [2]
+    _settle(page)
+    assert "<b>40</b> of 120" in page.rank_info.text
+    s.add_step(Step(["g"], 0.01, s.steps[0].embedding[:, ::-1].copy(), parent=0))
+    page._refresh_options()
+    page.history.value = page.history.options[1]
+    assert PROMPT in page.rank_info.text and page.rank_source.data["feature"] == []
+    page.history.value = page.history.options[0]  # back: its selection and ranking
+    assert "<b>40</b> of 120" in page.rank_info.text
+    assert page.rank_source.data["feature"][0] == "b"
+
+
+def test_cluster_selects_nothing_after_a_legend_click(tmp_path):
+    """Issue 22, item 6: the legend row clicked before "Cluster" does not stay selected
+    in the new legend (the browser then selected that row's cluster)."""
+    page, s = _page3(tmp_path)
+    page.legend_source.selected.indices = [2]
+    _settle(page)
+    page.source.selected.indices = []
+    assert page.legend_source.selected.indices == []  # the legend follows the map
+    page.legend_source.selected.indices = [1]
+    _settle(page)
+    page.cluster_param.value = 3
+    page._cluster()
+    assert page.color.value == "clusters1"
+    assert page.legend_source.selected.indices == []
+    assert page.selected_rows.tolist() == list(range(40, 80))  # the selection is kept
+    assert page.rank_future is None
+    # clicking the same legend row twice, with the map cleared in between, selects again
+    page.legend_source.selected.indices = [0]
+    first = page.selected_rows.copy()
+    page.source.selected.indices = []
+    page.legend_source.selected.indices = [0]
+    assert np.array_equal(page.selected_rows, first) and len(first)
+
+
+def test_prior_box_holds_the_new_columns_of_the_next_map(tmp_path):
+    """Issue 22, item 6: the prior box does not silently carry the shown map's columns;
+    the page says what the next map factors out (kept prior + new columns), and the
+    progress of a run starts from zero (item 3: not the previous run's last line)."""
+    page, s = _page3(tmp_path)
+    page.prior.value = ["g"]
+    page._factor_out()
+    _settle(page)
+    assert len(s.steps) == 2 and s.steps[1].prior == ["g"]
+    done = re.search(r"iteration (\d+) / \1\b", page.progress.text)
+    assert done, page.progress.text  # the run's last line: iteration N / N
+    # step 1 shown: the box is empty, the kept prior is said
+    assert page.prior.value == []
+    page.history.value = page.history.options[0]
+    assert not page.keep_prior.visible and page.next_prior.text == ""  # t-SNE: none kept
+    page.prior.value = ["g"]
+    assert "g" in page.next_prior.text
+    page.history.value = page.history.options[1]
+    assert page.prior.value == []
+    assert page.keep_prior.visible and page.keep_prior.active and "g" in page.keep_prior.label
+    page.legend_source.selected.indices = [0]
+    _settle(page)
+    page._add_selection()
+    assert page.prior.value == ["selection1"]
+    assert "g &amp; selection1" in page.next_prior.text or "g & selection1" in page.next_prior.text
+    page._factor_out()
+    assert done.group(0) not in page.progress.text  # the previous run's progress is gone
+    _settle(page)
+    assert s.steps[2].prior == ["g", "selection1"] and s.steps[2].parent == 1
+    assert page.prior.value == []
+    # without the kept prior: only the box's columns
+    page.history.value = page.history.options[1]
+    page.keep_prior.active = False
+    page.prior.value = ["selection1"]
+    assert "g" not in page.next_prior.text.replace("β", "")
+    page._factor_out()
+    _settle(page)
+    assert s.steps[3].prior == ["selection1"] and s.steps[3].parent == 1

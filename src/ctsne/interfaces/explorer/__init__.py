@@ -83,7 +83,8 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *,
     X : array-like (n, p)
         Features (ranked on selection; embedded unless ``embedding`` is given).
     data : DataFrame or dict of columns, optional
-        Label columns (n rows) for colour, marker, hover and priors.
+        Label columns (n rows) for colour, marker, hover and priors; never features (``X``
+        is what is embedded and ranked). The page lists both; a feature can be a prior too.
     prior : column name(s) of ``data``, optional
         Factored out of the first map (none: t-SNE).
     beta : float

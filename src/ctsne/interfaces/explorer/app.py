@@ -16,6 +16,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...prior import DEFAULT_BETA
+from .columns import (
+    columns_html,
+    legend_table,
+    prior_choices,
+    progress_html,
+    ranking_columns,
+    ranking_headline,
+    ranking_table,
+)
 from .columns import levels as _levels
 from .columns import palette as _palette
 from .columns import xy as _xy
@@ -32,6 +41,12 @@ HOVER_DEFAULT_MAX = 200_000
 # Above this many points the browser draws a fixed random subsample (every row still counts:
 # box and lasso selections are computed server-side on all points from their geometry).
 DISPLAY_MAX = 200_000
+PROMPT = ("Select points (box, lasso, legend or cluster) to rank the features that set "
+          "them apart.")
+# Run in the browser when the server bumps a map's ``tags``: frame the view to the points
+# again (what the Reset tool does to the ranges), also after the user zoomed or panned,
+# when DataRange1d stops following the data.
+REFRAME_JS = "const v = Bokeh.index.find_one(cb_obj); if (v != null) v.reset_range();"
 
 
 class _Page:
@@ -41,16 +56,13 @@ class _Page:
                  max_points: int = DISPLAY_MAX):
         from bokeh.models import (
             Button,
+            Checkbox,
             ColumnDataSource,
-            DataTable,
             Div,
-            HTMLTemplateFormatter,
             LinearColorMapper,
             MultiChoice,
-            NumberFormatter,
             Select,
             Spinner,
-            TableColumn,
         )
 
         self.doc, self.ex, self.s = doc, explorer, explorer.session
@@ -65,7 +77,9 @@ class _Page:
             self.shown = np.sort(rng.choice(self.s.n, max_points, replace=False))
         self.selected_rows = np.zeros(0, dtype=np.int64)
         self.maps: dict[str, np.ndarray] = {}
-        self._setting = False
+        self._setting = self._legend_setting = False
+        self.job = None
+        self._shown_it = -1
         ids = self._d(self.s.ids)
         n = len(ids)
         if not np.issubdtype(ids.dtype, np.number):  # numbers go to the browser as binary
@@ -77,6 +91,8 @@ class _Page:
         self.fig_a, self.r_a = self._figure("xa", "ya", "map_a")
         self.fig_b, self.r_b = self._figure("xb", "yb", "map_b")
         self.colorbar = self._colorbar()
+        self.columns_info = Div(name="columns", width=250, text=columns_html(
+            self.s.feature_names, [c for c in self.columns if c not in self.s.derived]))
 
         opts = [NONE, *self.columns, *self.s.feature_names]
         first = next((c for c in self.columns if _levels(self.s.labels[c]) is not None), NONE)
@@ -88,35 +104,19 @@ class _Page:
         hover = self.columns[:3] if self.s.n <= HOVER_DEFAULT_MAX else []
         self.hover_cols = MultiChoice(title="Hover shows", options=self.columns, value=hover,
                                       name="hover_columns")
-        self.legend_source = ColumnDataSource({"color": [], "level": [], "count": []},
-                                              name="legend")
-        swatch = HTMLTemplateFormatter(
-            template='<span style="color:<%= color %>">&#9679;</span> <%= value %>')
-        self.legend = DataTable(source=self.legend_source, name="legend_table", height=160,
-                                width=240, index_position=None, columns=[
-                                    TableColumn(field="level", title="level (click: select)",
-                                                formatter=swatch),
-                                    TableColumn(field="count", title="points", width=60)])
+        self.legend_source, self.legend = legend_table()
         self.cluster_method = Select(title="Cluster the map", value="kmeans",
                                      options=["kmeans", "dbscan"], name="cluster_method")
         self.cluster_param = Spinner(title="k (k-means) / eps (DBSCAN)", value=8, low=0.01,
                                      step=1, name="cluster_param", width=110)
         self.cluster_btn = Button(label="Cluster", name="cluster")
-        self.rank_source = ColumnDataSource({"rank": [], "feature": [], "weight": [],
-                                             "mean_difference": []}, name="ranking_source")
-        fmt = NumberFormatter(format="+0.000")
-        self.rank_table = DataTable(source=self.rank_source, name="ranking", height=260,
-                                    width=330, index_position=None, columns=[
-                                        TableColumn(field="rank", title="#", width=30),
-                                        TableColumn(field="feature", title="feature"),
-                                        TableColumn(field="weight", title="weight",
-                                                    formatter=fmt, width=70),
-                                        TableColumn(field="mean_difference", title="Δmean (sd)",
-                                                    formatter=fmt, width=80)])
-        self.rank_info = Div(text="Select points (box, lasso, legend or cluster) to rank the "
-                             "features that set them apart.", name="ranking_info", width=330)
-        self.prior = MultiChoice(title="Prior (factored out)", options=self.columns,
-                                 value=[], name="prior", width=330)
+        self.rank_source, self.rank_table = ranking_table()
+        self.rank_info = Div(text=PROMPT, name="ranking_info", width=330)
+        # the prior of the next map: the shown map's prior (if kept) and the box's columns
+        self.keep_prior = Checkbox(label="", active=True, name="keep_prior")
+        self.prior = MultiChoice(title="Add to the prior (factored out of the next map)",
+                                 options=self.columns, value=[], name="prior", width=330)
+        self.next_prior = Div(text="", name="next_prior", width=330)
         self.add_sel = Button(label="+ selection as label", name="add_selection")
         self.add_top = Button(label="+ top-ranked column", name="add_top")
         self.add_clu = Button(label="+ clustering as label", name="add_clusters")
@@ -127,7 +127,8 @@ class _Page:
         self.progress = Div(text="", name="progress", width=330)
         self.history = Select(title="History (step shown on the right)", options=[],
                               name="history", width=330)
-        self.exports = {k: Button(label=k.upper(), name=f"export_{k}", width=60)
+        # sized to their labels: a fixed width let "PARQUET" run under "PNG"
+        self.exports = {k: Button(label=k.upper(), name=f"export_{k}")
                         for k in ("csv", "parquet", "png", "svg", "json")}
         self.status = Div(text="", name="status", width=330)
         self.clusters = None
@@ -145,12 +146,14 @@ class _Page:
 
     # ------------------------------------------------------------------ building
     def _figure(self, x: str, y: str, name: str):
-        from bokeh.models import HoverTool
+        from bokeh.models import CustomJS, HoverTool
         from bokeh.plotting import figure
 
+        # match_aspect: the data ranges keep one unit the same length along x and y
         fig = figure(width=470, height=470, output_backend=self.backend, name=f"fig_{name}",
                      tools="pan,wheel_zoom,box_select,lasso_select,tap,reset",
-                     active_scroll="wheel_zoom", toolbar_location="above")
+                     active_scroll="wheel_zoom", toolbar_location="above", match_aspect=True)
+        fig.js_on_change("tags", CustomJS(code=REFRAME_JS))
         r = fig.scatter(x, y, source=self.source, size=4, name=name, line_color=None,
                         fill_color={"field": "c", "transform": self.mapper}, fill_alpha=0.8,
                         nonselection_fill_alpha=0.08, selection_fill_alpha=1.0)
@@ -173,11 +176,12 @@ class _Page:
         from bokeh.layouts import column, row
 
         ex = row(*self.exports.values())
-        left = column(self.color, self.marker, self.hover_cols, self.legend,
+        left = column(self.columns_info, self.color, self.marker, self.hover_cols, self.legend,
                       row(self.cluster_method, self.cluster_param), self.cluster_btn, width=260)
-        right = column(self.rank_info, self.rank_table, self.prior,
+        right = column(self.rank_info, self.rank_table, self.keep_prior, self.prior,
                        row(self.add_sel, self.add_clu), self.add_top, self.beta,
-                       row(self.go, self.stop), self.progress, self.history, ex, self.status)
+                       self.next_prior, row(self.go, self.stop), self.progress, self.history,
+                       ex, self.status)
         self.doc.add_root(row(left, self.fig_a, self.fig_b, right, name="page"))
 
     def _wire(self):
@@ -185,6 +189,9 @@ class _Page:
         self.color.on_change("value", lambda a, o, v: self._set_color(v))
         self.marker.on_change("value", lambda a, o, v: self._set_marker(v))
         self.hover_cols.on_change("value", lambda a, o, v: self._set_hover())
+        for widget, prop in ((self.prior, "value"), (self.keep_prior, "active"),
+                             (self.beta, "value")):
+            widget.on_change(prop, lambda a, o, v: self._say_next_prior())
         self.legend_source.selected.on_change("indices", lambda a, o, v: self._legend_click(v))
         self.cluster_btn.on_click(self._cluster)
         self.add_sel.on_click(self._add_selection)
@@ -203,7 +210,7 @@ class _Page:
     # ------------------------------------------------------------------ the maps
     def _refresh_options(self):
         self.columns = list(self.s.labels)
-        self.prior.options = self.columns
+        self.prior.options = prior_choices(self.columns, self.s.feature_names)
         self.marker.options = [NONE, *self.columns]
         self.hover_cols.options = self.columns
         self.color.options = list(dict.fromkeys([NONE, *self.columns, *self.s.feature_names]))
@@ -217,6 +224,7 @@ class _Page:
         Ya = steps[parent].embedding if parent is not None else Yb
         self.maps = {"a": Ya, "b": Yb}
         self.source.data.update(_xy(self._d(Ya), "a") | _xy(self._d(Yb), "b"))
+        self._reframe(self.fig_a, self.fig_b)
         self.fig_a.visible = parent is not None
         self.fig_a.title.text = f"{parent}: {steps[parent].title}" if parent is not None else ""
         self.fig_b.title.text = f"{k}: {steps[k].title}"
@@ -224,13 +232,36 @@ class _Page:
         label = f"{k}: {steps[k].title}"
         if self.history.value != label:
             self.history.value = label
-        self.prior.value = list(steps[k].prior)
-        self._select_rows(steps[k].selection, rank=False)
-        if steps[k].ranking is not None:
-            self._show_ranking(steps[k].ranking)
+        # the box holds what the NEXT map adds; the shown map's prior is kept (or not) by
+        # the checkbox, so nothing is carried over unseen (issue 22)
+        prior = " & ".join(steps[k].prior)
+        self.keep_prior.update(active=True, visible=bool(prior),
+                               label=f"keep the prior of step {k}: {prior}")
+        self.prior.value = []
+        self._say_next_prior()
+        # the step's own selection and its ranking (ranked again if it never was)
+        self._select_rows(steps[k].selection, ranking=steps[k].ranking)
+
+    def _reframe(self, *figs):
+        """Frame the views of ``figs`` to their points in the browser (:data:`REFRAME_JS`)."""
+        for fig in figs:
+            fig.tags = [int(fig.tags[0]) + 1 if fig.tags else 1]
+
+    def _next_prior(self) -> list[str]:
+        """The next map's prior: the shown map's (if kept) and the box's columns."""
+        kept = self.s.steps[self.step_b].prior if self.keep_prior.active else []
+        return list(dict.fromkeys([*kept, *self.prior.value]))
+
+    def _say_next_prior(self):
+        prior = self._next_prior()
+        self.next_prior.text = "" if not prior else (
+            f"Next map factors out <b>{html.escape(' & '.join(prior))}</b> "
+            f"(β'={float(self.beta.value or 0):g})")
 
     def _set_color(self, name: str):
         n = len(self.source.data["id"])
+        # a row selected in the old legend would select a row of the new one (issue 22)
+        self._clear_legend()
         self.legend_source.data = {"color": [], "level": [], "count": []}
         if name == NONE:
             self.mapper.update(palette=_palette(1), low=0, high=1)
@@ -292,11 +323,25 @@ class _Page:
 
     # ------------------------------------------------------------------ selection
     def _legend_click(self, rows):
-        if not rows or not hasattr(self, "legend_codes"):
+        if self._legend_setting or not rows or not hasattr(self, "legend_codes"):
             return
         name, levels, codes = self.legend_codes
-        self._select_rows(np.flatnonzero(np.isin(codes, rows)))
+        self._legend_setting = True  # the legend keeps its row: the selection is its
+        try:
+            self._select_rows(np.flatnonzero(np.isin(codes, rows)))
+        finally:
+            self._legend_setting = False
         self._say(f"selected {', '.join(levels[r] for r in rows)} of {name}")
+
+    def _clear_legend(self):
+        """Unselect the legend's rows (without selecting anything)."""
+        if self._legend_setting or not self.legend_source.selected.indices:
+            return
+        self._legend_setting = True
+        try:
+            self.legend_source.selected.indices = []
+        finally:
+            self._legend_setting = False
 
     def _cluster(self):
         Y = self.s.steps[self.step_b].embedding
@@ -314,8 +359,9 @@ class _Page:
         self._say(f"{name}: {len(set(self.clusters.tolist()) - {-1})} clusters; click a "
                   "legend row to select one")
 
-    def _select_rows(self, rows, rank: bool = True):
-        """Select data rows (all points, drawn or not) in both maps; rank them."""
+    def _select_rows(self, rows, ranking=None):
+        """Select data rows (all points, drawn or not) in both maps; rank them unless
+        their ``ranking`` is given."""
         rows = np.asarray(rows, dtype=np.int64)
         shown = rows
         if self.shown is not None:
@@ -326,7 +372,7 @@ class _Page:
             self.source.selected.indices = shown.tolist()
         finally:
             self._setting = False
-        self._rows_selected(rows, rank)
+        self._rows_selected(rows, ranking)
 
     def _selected(self, indices):
         """A selection made in the browser (indices of drawn points)."""
@@ -355,18 +401,30 @@ class _Page:
             return
         self._rows_selected(np.flatnonzero(inside))
 
-    def _rows_selected(self, rows: np.ndarray, rank: bool = True):
+    def _rows_selected(self, rows: np.ndarray, ranking=None):
+        """The selection changed: the ranking shown so far no longer describes it (issue
+        22); show ``ranking`` (that of ``rows``) or rank ``rows`` in the background."""
+        step = self.s.steps[self.step_b]
+        some = 0 < len(rows) < self.s.n
         self.selected_rows = rows
-        self.s.steps[self.step_b].selection = rows
-        if not rank or len(rows) == 0 or len(rows) == self.s.n:
-            return
-        key = (self.step_b, len(rows), int(np.sum(rows)))
-        self.rank_info.text = f"ranking {len(rows)} selected points …"
-        self.rank_future = (key, self.pool.submit(self.s.rank, rows))
+        step.selection, step.ranking = rows, ranking if some else None
+        self._clear_legend()  # unless the legend made it: a map selection is not a row
+        if self.rank_future is not None:  # its selection is gone: never shown
+            self.rank_future[2].cancel()
+            self.rank_future = None
+        self._show_ranking(step.ranking)
+        if some and step.ranking is None:
+            self.rank_info.text = f"ranking {len(rows)} selected points …"
+            self.rank_future = (self.step_b, rows, self.pool.submit(self.s.rank, rows))
 
     def _show_ranking(self, r):
+        """Show the ranking ``r`` in the headline and the table (None: the prompt, an
+        empty table)."""
         from bokeh.models import ColumnDataSource
 
+        self.rank_info.text = PROMPT if r is None else ranking_headline(r)
+        if r is None and not self.rank_source.data["feature"]:
+            return  # already empty
         # A NEW source for the table, not new data in the old one: BokehJS's DataTableView
         # redraws its rows only when its CDSView's indices change or the table model itself
         # changes. Replacing (or patching) the data of a source by data of the same length,
@@ -376,18 +434,9 @@ class _Page:
         # The name moves to the new source: the browser keeps a detached model for up to
         # 30 s, and two models named "ranking_source" would make the name ambiguous.
         old = self.rank_source
-        self.rank_source = ColumnDataSource(
-            {"rank": list(range(1, len(r.feature_names) + 1)),
-             "feature": list(r.feature_names),
-             "weight": [float(w) for w in r.weights],
-             "mean_difference": [float(m) for m in r.mean_difference]},
-            name="ranking_source")
+        self.rank_source = ColumnDataSource(ranking_columns(r), name="ranking_source")
         old.name = None
         self.rank_table.source = self.rank_source
-        auc = "n/a" if not np.isfinite(r.auc) else f"{r.auc:.3f}"
-        self.rank_info.text = (f"<b>{r.n_selected}</b> of {r.n_total} points selected; "
-                               f"separation (cross-validated ROC AUC) <b>{auc}</b>; top: "
-                               f"<b>{html.escape(r.top)}</b>")
 
     # ------------------------------------------------------------------ factor out
     def _add_prior(self, name: str):
@@ -418,39 +467,39 @@ class _Page:
             self._say(str(exc), error=True)
 
     def _factor_out(self):
+        prior = self._next_prior()
         try:
-            job = self.ex.factor_out(list(self.prior.value), float(self.beta.value),
-                                     self.step_b)
+            job = self.ex.factor_out(prior, float(self.beta.value), self.step_b)
         except ValueError as exc:
             self._say(str(exc), error=True)
             return
-        self.job = job
+        self.job, self._shown_it = job, -1
         self.go.disabled, self.stop.disabled = True, False
+        self._progress(job)  # from 0: not the previous run's last line (issue 22)
         # the new map appears on the right, its parent (the current map) on the left
         Y = self.s.steps[self.step_b].embedding
         self.maps["a"] = Y
         self.source.data.update(_xy(self._d(Y), "a"))
+        self._reframe(self.fig_a)
         self.fig_a.visible = True
         self.fig_a.title.text = self.fig_b.title.text
-        self.fig_b.title.text = f"computing: prior {' & '.join(self.prior.value)} …"
+        self.fig_b.title.text = f"computing: prior {' & '.join(prior)} …"
         self._say("ct-SNE running in the background (P reused)")
 
     def _progress(self, job):
-        pct = 100.0 * job.iteration / max(job.total, 1)
-        kl = "" if job.kl is None else f", KL {job.kl:.4f}"
-        self.progress.text = (
-            f'<div style="width:320px;border:1px solid #999;height:10px">'
-            f'<div style="width:{pct:.0f}%;background:#3a7;height:10px"></div></div>'
-            f"iteration {job.iteration} / {job.total}{kl}")
+        self.progress.text = progress_html(job.iteration, job.total, job.kl)
 
     def _poll(self):
-        job = getattr(self, "job", None)
+        job = self.job
         if job is not None:
-            if job.embedding is not None and job.iteration != getattr(self, "_shown_it", -1):
+            if job.embedding is not None and job.iteration != self._shown_it:
+                first = self._shown_it < 0
                 self._shown_it = job.iteration
                 Y = job.embedding
                 self.maps["b"] = Y
                 self.source.data.update(_xy(self._d(Y), "b"))
+                if first:  # a new map in the old view: frame it (the view then follows)
+                    self._reframe(self.fig_b)
                 self._progress(job)
             try:
                 k = self.ex.poll()
@@ -466,16 +515,19 @@ class _Page:
                     self._refresh_options()
                     self._show_step(k)
                     self._say(f"step {k} done: {self.s.steps[k].title}")
-        if self.rank_future is not None and self.rank_future[1].done():
-            key, fut = self.rank_future
+        # a pending ranking is always that of the current selection (_rows_selected drops
+        # the others)
+        if self.rank_future is not None and self.rank_future[2].done():
+            k, rows, fut = self.rank_future
             self.rank_future = None
-            if key[0] < len(self.s.steps):
-                try:
-                    r = fut.result()
-                except ValueError as exc:
-                    self.rank_info.text = html.escape(str(exc))
-                    return
-                self.s.steps[key[0]].ranking = r
+            try:
+                r = fut.result()
+            except ValueError as exc:
+                self.rank_info.text = html.escape(str(exc))
+                return
+            if self.s.steps[k].selection is rows:
+                self.s.steps[k].ranking = r
+            if k == self.step_b and self.selected_rows is rows:
                 self._show_ranking(r)
 
     # ------------------------------------------------------------------ export

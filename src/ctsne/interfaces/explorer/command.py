@@ -1,4 +1,23 @@
-"""The body of ``ctsne explore`` (the parser is in :mod:`ctsne.interfaces.cli.main`)."""
+"""The body of ``ctsne explore`` (the parser is in :mod:`ctsne.interfaces.cli.main`).
+
+Which columns are features and which are labels
+-----------------------------------------------
+Features are what the map is computed from and what a selection's ranking ranks; labels
+colour, mark and describe the points, and any label or feature can become a prior.
+
+* With ``--columns``, exactly the named columns are features (text ones one-hot encoded);
+  every other column is a label.
+* Without it, the features are the numeric columns, except the ``--id``, ``--prior`` and
+  ``--exclude`` columns and the columns that look like class labels: text columns, and
+  numeric columns of whole numbers with 2 to ``LABEL_MAX_LEVELS`` distinct values, each
+  held by at least ``LABEL_MIN_SHARE`` of the rows (a digit, a cluster id, a 0/1 group;
+  a pixel that is 0 on almost every row stays a feature). Those become labels, and a
+  note on stderr names them.
+* Matrix inputs (.npy, .npz, .h5ad): the matrix is the features, the other arrays (an
+  AnnData's ``obs``) the labels.
+
+The page lists both (the ``columns`` panel).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +26,39 @@ import time
 
 import numpy as np
 
-__all__ = ["run"]
+__all__ = ["run", "start", "label_like", "LABEL_MAX_LEVELS", "LABEL_MIN_SHARE"]
+
+# A numeric column is read as a class label, not a feature, when its values are whole
+# numbers with at most this many distinct values ...
+LABEL_MAX_LEVELS = 12
+# ... each held by at least this share of the rows (so that a sparse count, 0 on almost
+# every row, stays a feature).
+LABEL_MIN_SHARE = 0.01
+
+
+def _number(text) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def label_like(values: np.ndarray) -> bool:
+    """Whether a column looks like a class label rather than a feature: text (unless most
+    of its values are numbers: a numeric column with typos, which the feature checks
+    report), or whole numbers with 2 to ``LABEL_MAX_LEVELS`` distinct values, each held by
+    at least ``LABEL_MIN_SHARE`` of the rows with a value."""
+    values = np.asarray(values)
+    if values.dtype == object:
+        present = [v for v in values if v is not None]
+        return 2 * sum(_number(v) for v in present) <= len(present)
+    v = values.astype(np.float64)
+    v = v[np.isfinite(v)]
+    if not len(v) or np.any(v != np.round(v)):
+        return False
+    _, counts = np.unique(v, return_counts=True)
+    return 2 <= len(counts) <= LABEL_MAX_LEVELS and counts.min() >= LABEL_MIN_SHARE * len(v)
 
 
 def _first_map(path: str, ids: np.ndarray) -> np.ndarray:
@@ -28,8 +79,31 @@ def _first_map(path: str, ids: np.ndarray) -> np.ndarray:
     return emb.matrix[rows, :2]
 
 
-def run(args) -> int:
-    """Read the input, compute or load the first map, serve, wait for Ctrl-C."""
+def _label_columns(table, args) -> list[str]:
+    """The columns that the default rule (no ``--columns``) keeps out of the features."""
+    from ..files.formats import DataError
+
+    if args.columns or table.matrix is not None:
+        return []
+    skip = {*args.exclude, *args.prior}
+    candidates = [c for c in table.columns if c not in skip]
+    labels = [c for c in candidates if label_like(table.columns[c])]
+    if labels and len(labels) == len(candidates):
+        raise DataError(
+            f"every column looks like a label (text, or whole numbers with at most "
+            f"{LABEL_MAX_LEVELS} values): {', '.join(labels[:8])}"
+            f"{' …' if len(labels) > 8 else ''}; name the features with --columns")
+    if labels:
+        print(f"ctsne: note: label columns, not features: {', '.join(labels)} (text, or "
+              f"whole numbers with at most {LABEL_MAX_LEVELS} values); name the features "
+              "with --columns to use them", file=sys.stderr)
+    return labels
+
+
+def start(args):
+    """Read the input, compute or load the first map and start serving; returns the
+    :class:`~ctsne.interfaces.explorer.ExploreHandle` (see the module docstring for which
+    columns are features)."""
     from ...estimator.tsne import ConditionalTSNE
     from ..cli.defaults import set_options
     from ..files.features import prepare_features
@@ -38,10 +112,11 @@ def run(args) -> int:
     from .session import Session
 
     require_bokeh()  # before reading a large file
-    table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer)
+    table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer,
+                       sep=getattr(args, "sep", None))
     for name in args.prior:
         table.column(name)  # fail early, listing the columns, if one is missing
-    exclude = [*args.exclude, *args.prior]
+    exclude = [*args.exclude, *args.prior, *_label_columns(table, args)]
     feats = prepare_features(table, args.columns, exclude, args.categorical,
                              args.standardize, args.drop_missing, args.prior)
     table = table.take(feats.rows)
@@ -63,12 +138,17 @@ def run(args) -> int:
         from ...prior import make_prior
 
         make_prior(session.prior_arrays(args.prior), session.n, **beta)
-    handle = serve(session, model, args.prior, **beta, embedding=first,
-                   session=args.session, out_dir=args.out, port=args.port,
-                   open_browser=not args.no_browser, backend=args.backend,
-                   max_points=args.max_points)
-    print(f"ctsne explore: serving {session.n} points at\n\n    {handle.url}\n\n"
-          f"exports go to {args.out}/; Ctrl-C stops the server", flush=True)
+    return serve(session, model, args.prior, **beta, embedding=first,
+                 session=args.session, out_dir=args.out, port=args.port,
+                 open_browser=not args.no_browser, backend=args.backend,
+                 max_points=args.max_points)
+
+
+def run(args) -> int:
+    """Serve the page (:func:`start`) and wait for Ctrl-C."""
+    handle = start(args)
+    print(f"ctsne explore: serving {handle.explorer.session.n} points at\n\n    {handle.url}"
+          f"\n\nexports go to {args.out}/; Ctrl-C stops the server", flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -49,8 +49,16 @@ class Explorer:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ factor out
+    def resolve_prior(self, names: list[str]) -> list[str]:
+        """The label columns behind prior choices: a label as is, a feature made a label
+        (:meth:`Session.feature_column`), without repeats."""
+        s = self.session
+        return list(dict.fromkeys(n if n in s.labels else s.feature_column(n)
+                                  for n in names))
+
     def factor_out(self, prior: list[str], beta: float, parent: int) -> RefitJob:
-        """Start ct-SNE with ``prior`` (label column names) and β' in the background."""
+        """Start ct-SNE with ``prior`` (label columns or features, see
+        :meth:`resolve_prior`) and β' in the background."""
         with self._lock:
             if self.job is not None and not self.job.done:
                 raise ValueError("a run is in progress; cancel it first")
@@ -58,6 +66,7 @@ class Explorer:
                 raise ValueError("choose at least one label column to factor out")
             if not beta > 0:
                 raise ValueError(f"β' must be positive, got {beta}")
+            prior = self.resolve_prior(prior)
             arrays = self.session.prior_arrays(prior)
             from ...prior import make_prior
 
