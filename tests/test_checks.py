@@ -10,6 +10,7 @@ from ctsne import ConditionalTSNE
 from ctsne.affinities.calibration import calibrate
 from ctsne.affinities.standard import joint_affinities
 from ctsne.metrics import knn_label_homogeneity
+from ctsne.neighbors.search import nearest_neighbors
 from ctsne.optimization.initialization import initial_embedding
 
 
@@ -63,3 +64,57 @@ def test_duplicates_are_named(digits):
                for t in text), text
     assert any("more than perplexity=30 nearest neighbours at the same distance" in t
                for t in text), text
+
+
+def _duplicate_warnings(X, perplexity=10, **kw):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        joint_affinities(X, perplexity, **kw)
+    return [str(w.message) for w in caught if "exact duplicate" in str(w.message)]
+
+
+def test_close_distinct_points_are_not_duplicates():
+    # issue 21 item 8: scikit-learn's brute-force search expands |x − y|², so points
+    # 1e-4 apart at magnitude 1e4 come out at distance 0; none of them is a duplicate
+    X = 1e4 + np.random.default_rng(0).random((500, 20)) * 1e-3
+    assert len(np.unique(X, axis=0)) == 500
+    assert _duplicate_warnings(X) == []
+
+
+def test_copies_are_counted_exactly():
+    # the same expansion puts a copy at ~4e-8, not 0: copies are found by comparing rows
+    X = np.random.default_rng(0).random((500, 20))
+    X[250:260] = X[:10]
+    found = _duplicate_warnings(X)
+    assert len(found) == 1 and found[0].startswith("20 of 500 points"), found
+
+
+def test_float32_distances_do_not_make_duplicates():
+    # the approximate search computes in float32: 200k distinct values (and 50 constant
+    # columns) gave "574 of 200000 points have an exact duplicate"; here values 1e-11
+    # apart, which float32 cannot tell apart
+    from ctsne.checks import exact_duplicates, warn_ties
+
+    n = 600
+    X = np.hstack([1.0 + 1e-11 * np.random.default_rng(1).permutation(n)[:, None],
+                   np.zeros((n, 50))])
+    idx, _ = nearest_neighbors(X, 30, method="exact")
+    X32 = X.astype(np.float32)
+    dist32 = np.linalg.norm(X32[:, None, :] - X32[idx], axis=2)
+    assert np.all(dist32 == 0)  # what the float32 search reports
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_ties(dist32.astype(np.float64), 10, X, idx)
+    assert not any("exact duplicate" in str(w.message) for w in caught)
+    assert exact_duplicates(X, idx, dist32).sum() == 0
+    X[5] = X[7]  # one copy: both points have one
+    idx, _ = nearest_neighbors(X, 30, method="exact")
+    assert np.flatnonzero(exact_duplicates(X, idx, np.zeros(idx.shape))).tolist() == [5, 7]
+
+
+def test_approximate_search_reports_no_false_duplicates():
+    # the path of the report: pynndescent's float32 distances of distinct close values
+    n = 3000
+    v = 1.0 + 1e-8 * np.random.default_rng(2).permutation(n)
+    X = np.hstack([v[:, None], np.zeros((n, 50))])
+    assert _duplicate_warnings(X, neighbors="approx", random_state=0) == []

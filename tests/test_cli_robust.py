@@ -157,8 +157,12 @@ def test_log_output_is_plain_lines(work, tmp_path):
     assert progress[-1].startswith("ctsne: optimisation: 60/60 it (100 %)")
     assert len(progress) == 10 and "KL=" in progress[-1]
     assert sum("carries no information" in line for line in lines) == 1
+    # -q hides the progress and the notes, not the warning (issue 21 item 11)
     res = ctsne(*args, "-o", "q.csv", "-q", cwd=tmp_path)
-    assert res.returncode == 0 and res.stderr == "" and res.stdout == "", res.stderr
+    assert res.returncode == 0 and res.stdout == "", res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ctsne: warning: the prior puts one "
+                                                   "class"), res.stderr
 
 
 def test_help_describes_every_embed_option(capsys):

@@ -71,3 +71,67 @@ def test_with_reference_needs_reference(saved, capsys):
     assert main(["embed", str(d / "new.csv"), "--with-reference", "-o", str(d / "x.csv"),
                  "-q"]) == 2
     assert "--with-reference needs --reference" in capsys.readouterr().err
+
+
+def _new_rows(d, name, rows, ids=None, batch=None):
+    """Rows ``rows`` of the fixture's table (new.csv's columns) as ``name``, with other
+    ids or batch labels."""
+    t = tables.read_table(d / "train.csv" if rows.start < 300 else d / "new.csv")
+    off = 0 if rows.start < 300 else 300
+    sel = slice(rows.start - off, rows.stop - off)
+    cols = {"name": np.asarray(ids if ids is not None else t.columns["name"][sel]),
+            **{f"x{j}": t.columns[f"x{j}"][sel] for j in range(5)},
+            "batch": np.asarray(batch if batch is not None else t.columns["batch"][sel]),
+            "cluster": t.columns["cluster"][sel]}
+    writing.write_columns(d / name, cols, force=True)
+    return d / name
+
+
+def test_with_reference_keeps_the_maps_ids(saved, capsys):
+    # issue 21 item 11: the map's points were written as reference:0, reference:1, …
+    d = saved[0]
+    args = ["--id", "name", "--prior", "batch", "--exclude", "cluster", "--reference",
+            str(d / "m.pkl"), "--with-reference"]
+    assert main(["embed", str(d / "new.csv"), *args, "-o", str(d / "ids.csv"), "-q"]) == 0
+    both = tables.read_embedding(d / "ids.csv")
+    assert list(both.ids[:3]) == ["r0", "r1", "r2"] and both.ids[299] == "r299"
+    assert list(both.ids[300:303]) == ["r300", "r301", "r302"]
+    # ids that are also new rows' ids: the map's get a prefix, so that ids stay unique
+    clash = _new_rows(d, "clash.csv", slice(300, 330), ids=[f"r{i}" for i in range(30)])
+    assert main(["embed", str(clash), *args, "-o", str(d / "clash_emb.csv"), "-f"]) == 0
+    assert "written as reference:ID" in capsys.readouterr().err
+    both = tables.read_embedding(d / "clash_emb.csv")
+    assert list(both.ids[:2]) == ["reference:r0", "reference:r1"] and both.ids[300] == "r0"
+
+
+def test_reference_plot_keeps_the_maps_colours(saved, monkeypatch):
+    # issue 21 item 11: the new points' plot coloured their labels in their own order, so
+    # new rows of batch 'b' only were drawn in the map's colour of 'a'
+    from ctsne.plotting import figures
+
+    d = saved[0]
+    only_b = _new_rows(d, "only_b.csv", slice(300, 330), batch=["b"] * 30)
+    drawn = []
+    real = figures.plot_embedding
+    monkeypatch.setattr(figures, "plot_embedding",
+                        lambda *a, **k: drawn.append(real(*a, **k)) or drawn[-1])
+    assert main(["embed", str(only_b), "--id", "name", "--prior", "batch", "--exclude",
+                 "cluster", "--reference", str(d / "m.pkl"), "--plot", str(d / "b.png"),
+                 "-o", str(d / "b.csv"), "-q"]) == 0
+    colours = np.unique(drawn[0].collections[0].get_facecolors(), axis=0)
+    # the map's plot colours its labels a, b in this order (sorted), b second
+    np.testing.assert_allclose(colours, [figures.label_colors(["a", "b"])["b"]])
+    legend = [t.get_text() for t in drawn[0].get_legend().get_texts()]
+    assert legend == ["b"]
+
+
+def test_unseen_prior_labels_name_the_column(saved, capsys):
+    # issue 21 item 11: "prior_new column 0" instead of the column's name
+    d = saved[0]
+    new = _new_rows(d, "unseen.csv", slice(300, 330), batch=["a", "zz"] * 15)
+    assert main(["embed", str(new), "--id", "name", "--prior", "batch", "--exclude",
+                 "cluster", "--reference", str(d / "m.pkl"), "-o", str(d / "u.csv"),
+                 "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "prior_new column 'batch': 1 label(s) not seen in training ('zz')" in err, err
+    assert "column 0" not in err

@@ -7,6 +7,10 @@ those finished since the last :func:`forget_finished` are tracked, with the file
 replaced, so that an abort that cannot unwind (a second Ctrl-C) can undo them
 (:func:`remove_unfinished`): new files are removed, replaced ones restored.
 
+A process killed outright (SIGKILL, a power cut) cannot remove its temporary files: the
+next write to the same target removes those of that target that have not changed for
+:data:`STALE_AFTER_S` (:func:`remove_stale`).
+
 It sits below every stage because figures (:func:`ctsne.plotting.save_figure`) are
 written this way as well as the command line's tables and models
 (:mod:`ctsne.interfaces.files.writing`, which re-exports it).
@@ -16,13 +20,25 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["DataError", "atomic_path", "check_writable", "forget_finished", "listing",
-           "remove_unfinished", "track_outputs"]
+__all__ = ["DataError", "STALE_AFTER_S", "atomic_path", "check_writable", "forget_finished",
+           "listing", "remove_stale", "remove_unfinished", "track_outputs"]
+
+# A temporary file of a target (being written, a replaced file kept until the command
+# ends, a writability probe) whose inode has not changed for this long belongs to a
+# process that was killed: a live one writes its file within seconds to minutes and keeps
+# a replaced file only while its other outputs are written. Its inode's change time
+# counts, not its modification time: a kept file is a hard link, which has the old
+# file's modification time but the change time of the moment it was made.
+STALE_AFTER_S = 3600.0
+# The random part of the temporary names: 8 characters of this set (tempfile's).
+_RANDOM = "[a-z0-9_]{8}"
 
 
 class DataError(ValueError):
@@ -33,6 +49,81 @@ def listing(kinds: Sequence[str]) -> str:
     """Extensions for a message: ``(".png", ".svg", ".pdf")`` -> ".png, .svg or .pdf"."""
     names = [f".{k}" for k in kinds]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+# Temporary files being created or about to be given a role (a probe, a file to write, a
+# link to a file about to be replaced): named here before they exist, so that an abort at
+# any moment (a second Ctrl-C between two system calls) removes them (remove_unfinished).
+# None of them holds data that exists nowhere else.
+_TRANSIENT: set[str] = set()
+
+
+@contextlib.contextmanager
+def _transient_file(folder: Path, prefix: str, suffix: str,
+                    create: Callable[[str], None] | None = None) -> Iterator[str]:
+    """A new file ``folder/prefix + 8 random characters + suffix``, made by ``create(name)``
+    (default: an empty file; it must fail with FileExistsError on a taken name), known to
+    :func:`remove_unfinished` from before it exists until the block ends."""
+    while True:
+        name = str(folder / f"{prefix}{secrets.token_hex(4)}{suffix}")
+        _TRANSIENT.add(name)
+        try:
+            if create is None:
+                os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            else:
+                create(name)
+            break
+        except FileExistsError:
+            _TRANSIENT.discard(name)
+        except BaseException:
+            _TRANSIENT.discard(name)
+            raise
+    try:
+        yield name
+    finally:
+        _TRANSIENT.discard(name)
+
+
+def _temporary_names(path: Path) -> re.Pattern:
+    """The names of the temporary files made for ``path``: by :func:`atomic_path`
+    (``.STEM.XXXXXXXX.tmp.EXT``), :func:`_keep_old` (``.NAME.XXXXXXXX.old``) and
+    :func:`check_writable` (``.NAME.XXXXXXXX.probe``)."""
+    tmp = re.escape(f".{path.stem}.") + _RANDOM + re.escape(".tmp" + "".join(path.suffixes))
+    other = re.escape(f".{path.name}.") + _RANDOM + r"\.(old|probe)"
+    return re.compile(f"(?:{tmp})|(?:{other})")
+
+
+def remove_stale(path: str | os.PathLike, older_than: float | None = None) -> list[Path]:
+    """Remove the temporary files of target ``path`` left by a killed process.
+
+    Only files named as this module names ``path``'s temporary files, in its folder,
+    whose inode has not changed for ``older_than`` seconds (default
+    :data:`STALE_AFTER_S`): a write in progress, even another process's, changes its
+    file, and a replaced file is kept only while its command writes its other outputs.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    path = Path(path)
+    limit = STALE_AFTER_S if older_than is None else older_than
+    names = _temporary_names(path)
+    now = time.time()
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not names.fullmatch(entry.name):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) and \
+                    now - entry.stat(follow_symlinks=False).st_ctime > limit:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
 
 
 def check_writable(path: str | os.PathLike, force: bool = False) -> Path:
@@ -58,9 +149,8 @@ def check_writable(path: str | os.PathLike, force: bool = False) -> Path:
     # the permission bits do not tell everything (/proc, /sys, read-only mounts, quotas):
     # create and remove a file where the output will go, before any work
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
-        os.close(fd)
-        os.unlink(probe)
+        with _transient_file(path.parent, f".{path.name}.", ".probe") as probe:
+            os.unlink(probe)
     except OSError as exc:
         raise DataError(f"{path}: cannot create files in {path.parent} ({exc.strerror}); "
                         "choose another output folder") from None
@@ -122,6 +212,9 @@ def remove_unfinished() -> None:
     where it replaced an existing file, that file is put back: the user's files end as
     they were before the command.
     """
+    for name in list(_TRANSIENT):
+        with contextlib.suppress(OSError):
+            os.unlink(name)
     for tmp, final, backup in list(_WRITING):
         if os.path.exists(tmp):
             with contextlib.suppress(OSError):
@@ -135,18 +228,23 @@ def remove_unfinished() -> None:
         _undo(final, backup)
 
 
-def _keep_old(path: Path) -> str | None:
-    """A hidden hard link to the file at ``path`` (None when there is none to keep)."""
+def _keep_old(path: Path) -> contextlib.AbstractContextManager[str | None]:
+    """A hidden hard link to the file at ``path`` (None when there is none to keep), as a
+    block inside which the caller registers it."""
     if not _TRACKING[0] or not path.exists():
-        return None
-    fd, backup = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent)
-    os.close(fd)
-    os.unlink(backup)
-    try:
-        os.link(path, backup)
-    except OSError:  # no hard links here (some network or FAT file systems): copy
-        shutil.copy2(path, backup)
-    return backup
+        return contextlib.nullcontext(None)
+
+    def link(name: str) -> None:
+        try:
+            os.link(path, name)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here (some network or FAT file systems): copy
+            with open(path, "rb") as src, open(name, "xb") as dst:
+                shutil.copyfileobj(src, dst)
+            shutil.copystat(path, name)
+
+    return _transient_file(path.parent, f".{path.name}.", ".old", link)
 
 
 @contextlib.contextmanager
@@ -170,24 +268,28 @@ def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
     """
     path = Path(path)
     check_writable(path, force)
-    # Keep the suffix: some writers decide the format from the name.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp" + "".join(path.suffixes),
-                               dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
-    entry = (tmp, str(path), None)
-    _WRITING.add(entry)
+    remove_stale(path)  # what a killed process left of this target
+
+    def create(name: str) -> None:  # mode 0666 less the umask: the usual mode of a new file
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+
+    # Keep the suffix: some writers decide the format from the name. Each temporary
+    # file is registered before it exists, so that no abort can leave it behind.
+    with _transient_file(path.parent, f".{path.stem}.", ".tmp" + "".join(path.suffixes),
+                         create) as tmp:
+        entry = (tmp, str(path), None)
+        _WRITING.add(entry)
     try:
         yield Path(tmp)
         if path.exists() and not force:  # appeared while we were working
             raise DataError(f"{path} exists; pass --force to overwrite it")
         # the old file is kept (and the entry says so) before it is replaced
-        old = (tmp, str(path), _keep_old(path))
-        _WRITING.add(old)
-        _WRITING.discard(entry)
-        entry = old
+        with _keep_old(path) as backup:
+            old = (tmp, str(path), backup)
+            if old != entry:  # (equal without a backup: the set would lose the entry)
+                _WRITING.add(old)
+                _WRITING.discard(entry)
+                entry = old
         os.replace(tmp, path)
         if _TRACKING[0]:
             _FINISHED.append((str(path), entry[2]))

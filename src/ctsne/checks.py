@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["check_spread", "to_safe_scale", "warn_ties"]
+__all__ = ["check_spread", "exact_duplicates", "to_safe_scale", "warn_ties"]
 
 # Squared distances of data whose largest magnitude lies in [2**-SAFE_EXP, 2**SAFE_EXP]
 # stay far from float64's underflow (1e-308) and overflow (1e308) for any realistic number
@@ -42,17 +42,68 @@ def to_safe_scale(X: np.ndarray) -> np.ndarray:
     return np.ldexp(X, -exp)
 
 
-def warn_ties(distances: np.ndarray, perplexity: float) -> None:
+# Neighbour distances below this share of the largest row norm may be rounding rather than
+# distance: pynndescent computes in float32 (distinct points 1e-7 apart come out at 0), and
+# scikit-learn's brute-force search expands |x − y|² = |x|² − 2x·y + |y|², which leaves
+# ~1e-8·|x| of noise (a point and its copy at 4e-8, close distinct points at 0). Below it,
+# a pair is a duplicate only if its coordinates are equal.
+DUPLICATE_CHECK_BELOW = 1e-6
+# Candidate pairs compared per step (bounds the (pairs, p) temporaries).
+_PAIRS_PER_STEP = 1 << 15
+
+
+def exact_duplicates(X: np.ndarray, indices: np.ndarray, distances: np.ndarray) -> np.ndarray:
+    """Which points have an exact copy among their listed neighbours.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+        The points searched.
+    indices, distances : ndarray (n, k)
+        Each point's neighbours, as the search gave them (its distances may be rounded).
+
+    Returns
+    -------
+    ndarray of bool (n,)
+        True where some neighbour has exactly the point's coordinates (compared exactly,
+        not by the search's distance).
+    """
+    n = X.shape[0]
+    found = np.zeros(n, dtype=bool)
+    if n == 0 or distances.size == 0:
+        return found
+    norm = float(np.sqrt(X.shape[1])) * float(np.max(np.abs(X)))
+    rows, cols = np.nonzero(distances <= DUPLICATE_CHECK_BELOW * norm)
+    for start in range(0, len(rows), _PAIRS_PER_STEP):
+        r = rows[start:start + _PAIRS_PER_STEP]
+        c = cols[start:start + _PAIRS_PER_STEP]
+        open_ = ~found[r]  # a point with a copy found needs no further comparison
+        r, c = r[open_], c[open_]
+        same = np.all(X[r] == X[indices[r, c]], axis=1)
+        found[r[same]] = True
+    return found
+
+
+def warn_ties(distances: np.ndarray, perplexity: float, X: np.ndarray | None = None,
+              indices: np.ndarray | None = None) -> None:
     """Warn about exact duplicates and points whose nearest neighbours tie beyond the perplexity.
 
     ``distances`` are each point's sorted distances to its k nearest other points. A point
     with more equidistant nearest neighbours than the perplexity cannot reach it: its
     affinities spread evenly over an arbitrary subset of those ties.
+
+    Given the points ``X`` and the neighbours' ``indices``, duplicates are decided by
+    comparing coordinates (:func:`exact_duplicates`): the search's distances may round
+    distinct close points to 0 and a copy to a little above. Without them, a distance of
+    0 counts as a duplicate.
     """
     n = distances.shape[0]
     if n == 0 or distances.shape[1] == 0:
         return
-    dup = int(np.count_nonzero(distances[:, 0] == 0.0))
+    if X is not None and indices is not None:
+        dup = int(np.count_nonzero(exact_duplicates(X, indices, distances)))
+    else:
+        dup = int(np.count_nonzero(distances[:, 0] == 0.0))
     if dup:
         warnings.warn(
             f"{dup} of {n} points have an exact duplicate: copies share their "

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["DEFAULT_BETA", "Prior", "PriorTerm", "encode_labels", "is_missing", "label_values",
-           "make_prior", "split_columns", "weight_terms", "weights_from_sizes"]
+__all__ = ["DEFAULT_BETA", "Prior", "PriorTerm", "column_names", "encode_labels", "is_missing",
+           "label_values", "make_prior", "split_columns", "weight_terms", "weights_from_sizes"]
 
 # β' when neither β' nor α' is given: the ct-SNE paper's rule of thumb. Every default β'
 # (estimator, command line, explorer, exact objective) refers to this one, so that they
@@ -299,7 +299,8 @@ def split_columns(prior, n: int) -> list:
 
     Parameters
     ----------
-    prior : array-like (n,) or (n, m), list of m arrays, pandas DataFrame or Categorical
+    prior : array-like (n,) or (n, m), list of m arrays, dict name -> labels, pandas
+        DataFrame or Categorical
         Class labels, one column per prior.
     n : int
         Number of points (the columns' lengths are checked by the caller).
@@ -311,6 +312,8 @@ def split_columns(prior, n: int) -> list:
     """
     if hasattr(prior, "columns") and hasattr(prior, "iloc"):  # pandas DataFrame
         return [prior[c] for c in prior.columns]
+    if isinstance(prior, Mapping):
+        return list(prior.values())
     if isinstance(prior, (list, tuple)) and len(prior) > 0 and all(
         isinstance(c, list) or getattr(c, "ndim", 0) == 1 for c in prior
     ):
@@ -328,6 +331,21 @@ def split_columns(prior, n: int) -> list:
             f"prior must be labels of shape (n,) or (n, m), got an array of shape {arr.shape}"
         )
     return [prior]
+
+
+def column_names(prior, count: int) -> list[str]:
+    """How messages call the ``count`` columns of ``prior`` (:func:`split_columns`): by
+    name where the prior has names (a DataFrame's columns, a dict's keys, a named pandas
+    Series), else "column 0", "column 1", …"""
+    if hasattr(prior, "columns") and hasattr(prior, "iloc"):
+        names = list(prior.columns)
+    elif isinstance(prior, Mapping):
+        names = list(prior)
+    elif count == 1 and isinstance(getattr(prior, "name", None), str):
+        names = [prior.name]
+    else:
+        return [f"column {k}" for k in range(count)]
+    return [f"column {str(name)!r}" for name in names]
 
 
 def weights_from_sizes(
@@ -397,15 +415,16 @@ def make_prior(
     if alpha is not None:
         beta = None
     columns = split_columns(prior, n)
+    names = column_names(prior, len(columns))
     encoded = []
     for k, col in enumerate(columns):
         length = len(col)
         if length != n:
             raise ValueError(
-                f"prior column {k} has {length} labels but X has {n} rows; give one label per "
-                "row of X, in the same order"
+                f"prior {names[k]} has {length} labels but X has {n} rows; give one label "
+                "per row of X, in the same order"
             )
-        encoded.append(encode_labels(col, missing=missing, name=f"prior column {k}"))
+        encoded.append(encode_labels(col, missing=missing, name=f"prior {names[k]}"))
 
     if combine == "joint" or len(encoded) == 1:
         if len(encoded) == 1:
@@ -428,7 +447,7 @@ def make_prior(
         if rho <= 0.0 or rho >= 1.0:
             what = "one class" if rho >= 1.0 else "every point in a class of its own"
             warnings.warn(
-                f"the prior{'' if len(encoded) == 1 else f' column {k}'} puts {what}: it "
+                f"the prior{'' if len(encoded) == 1 else f' {names[k]}'} puts {what}: it "
                 "carries no information and ct-SNE equals plain t-SNE for it",
                 UserWarning,
                 stacklevel=3,

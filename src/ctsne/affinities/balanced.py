@@ -40,9 +40,8 @@ from .calibration import (
     CALIBRATE_TOL,
     PARALLEL_FROM_ENTRIES,
     calibrate_row,
-    n_neighbors_for,
 )
-from .options import default_within_weight
+from .options import default_within_weight, n_neighbors_for
 from .symmetry import symmetrize
 
 __all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",

@@ -13,14 +13,11 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
+from .options import n_neighbors_for
 
+# n_neighbors_for lives in .options (no numba: the parameter checks use it); named here too
 __all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "PARALLEL_FROM_ENTRIES", "calibrate",
            "calibrate_row", "n_neighbors_for"]
-
-
-def n_neighbors_for(perplexity: float, n: int) -> int:
-    """k = min(n − 1, ⌊3·perplexity⌋): enough neighbours for the Gaussian's mass."""
-    return int(min(n - 1, max(1, np.floor(3 * perplexity))))
 
 
 # Neighbour entries (n·k) from which a pass over an (n, k) table runs on the thread pool:

@@ -2,14 +2,16 @@
 
 Kept apart from the builders (:mod:`.modes`, :mod:`.balanced`) so that the estimator's
 parameter table and the command line's help can name the modes and their defaults
-without loading numba or scipy.
+without loading numba or scipy; so is the number of neighbours a perplexity needs
+(:func:`n_neighbors_for`), which the checks of a fit's parameters compare with the data.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["AFFINITIES", "WITHIN_WEIGHT", "check_affinity_params", "default_within_weight"]
+__all__ = ["AFFINITIES", "WITHIN_WEIGHT", "check_affinity_params", "default_within_weight",
+           "n_neighbors_for"]
 
 AFFINITIES = ("auto", "standard", "balanced", "revised")
 
@@ -22,6 +24,13 @@ AFFINITIES = ("auto", "standard", "balanced", "revised")
 # points towards wrong counterparts where the batch effect is not a simple offset.
 # Revised: α = 0.5 (Heiter et al.).
 WITHIN_WEIGHT = {"balanced": 0.85, "revised": 0.5}
+
+
+def n_neighbors_for(perplexity: float, n: int) -> int:
+    """k = min(n − 1, ⌊3·perplexity⌋): enough neighbours for the Gaussian's mass."""
+    if 3 * perplexity >= n - 1:  # also an infinite perplexity
+        return int(n - 1)
+    return max(1, math.floor(3 * perplexity))
 
 
 def default_within_weight(mode: str) -> float:

@@ -18,7 +18,8 @@ import scipy.sparse as sp
 
 from ..checks import to_safe_scale, warn_ties
 from ..neighbors.search import nearest_neighbors
-from .calibration import calibrate, n_neighbors_for
+from .calibration import calibrate
+from .options import n_neighbors_for
 from .symmetry import symmetrize
 
 __all__ = ["ConditionalTable", "joint_affinities", "standard_conditional",
@@ -42,7 +43,7 @@ def standard_neighbors(
     k = n_neighbors_for(perplexity, X.shape[0])
     idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
                                   random_state=random_state, n_jobs=n_jobs, progress=progress)
-    warn_ties(dist, perplexity)
+    warn_ties(dist, perplexity, X, idx)
     return idx, dist
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..affinities.calibration import calibrate, n_neighbors_for
+from ..affinities.calibration import calibrate
 from ..affinities.modes import Affinities, input_affinities
+from ..affinities.options import n_neighbors_for
 from .umap import GraphEmbedding
 from .umap_parameters import LARGEVIS_PARAMETERS, with_table
 

@@ -120,7 +120,7 @@ PARAMETERS: dict[str, Parameter] = {
         "Effective number of neighbours; ``k = min(n − 1, 3·perplexity)`` neighbours are "
         "used.",
         lambda v: isinstance(v, numbers.Real) and v > 0,
-        "perplexity must be a positive number, got {value!r}",
+        "{name} must be a positive number, got {value!r}",
         checked_later="below n − 1 for n points (check_params with n)"),
     "beta": Parameter(
         None, "float",
@@ -166,7 +166,7 @@ PARAMETERS: dict[str, Parameter] = {
         "separated clusters and more continuous structure, at the cost of within-cluster "
         "detail; 4 is close to UMAP's balance of forces.",
         lambda v: _finite(v) and v > 0,
-        "exaggeration must be a finite number > 0 (1 is plain t-SNE's balance), "
+        "{name} must be a finite number > 0 (1 is plain t-SNE's balance), "
         "got {value!r}"),
     "learning_rate": Parameter(
         "auto", 'float or "auto"',

@@ -37,7 +37,7 @@ import numpy as np
 from ..affinities.calibration import calibrate
 from ..forces.repulsion.reference import ReferenceRepulsion
 from ..optimization.optimizer import FINAL_MOMENTUM, GAIN_DECAY, GAIN_GROWTH, MIN_GAIN
-from ..prior import Prior, label_values, split_columns
+from ..prior import Prior, column_names, label_values, split_columns
 
 __all__ = ["encode_new_prior", "placement_objective", "place_points", "reference_neighbors"]
 
@@ -51,7 +51,9 @@ def encode_new_prior(prior: Prior | None, prior_new, m: int) -> list[np.ndarray]
     """Class codes of the new points in the fitted prior's encoding, per prior column.
 
     A label the fitted prior does not know gets code −1 (a class of its own); a warning
-    names such labels. Missing labels map to the fitted missing class if there was one.
+    names such labels, and the column by its name where ``prior_new`` has names (a
+    DataFrame, a dict name -> labels). Missing labels map to the fitted missing class if
+    there was one.
     """
     if prior_new is None:
         return []
@@ -59,9 +61,10 @@ def encode_new_prior(prior: Prior | None, prior_new, m: int) -> list[np.ndarray]
         raise ValueError("prior_new was given but the model was fitted without a prior; "
                          "leave prior_new out")
     columns = split_columns(prior_new, m)
+    names = column_names(prior_new, len(columns))
     for k, col in enumerate(columns):
         if len(col) != m:
-            raise ValueError(f"prior_new column {k} has {len(col)} labels but X_new has {m} "
+            raise ValueError(f"prior_new {names[k]} has {len(col)} labels but X_new has {m} "
                              "rows; give one label per new row, in the same order")
     values = [label_values(col) for col in columns]
     n_fit = len(prior.codes)
@@ -74,6 +77,7 @@ def encode_new_prior(prior: Prior | None, prior_new, m: int) -> list[np.ndarray]
         joint = np.empty(m, dtype=object)
         joint[:] = list(zip(*values, strict=True))
         values = [joint]
+        names = ["columns " + " & ".join(n.removeprefix("column ") for n in names)]
     codes = []
     for k, (vals, classes) in enumerate(zip(values, prior.classes, strict=True)):
         lookup = {c: g for g, c in enumerate(classes)}
@@ -81,7 +85,7 @@ def encode_new_prior(prior: Prior | None, prior_new, m: int) -> list[np.ndarray]
         unseen = sorted({repr(v) for v, c in zip(vals, col, strict=True) if c < 0})
         if unseen:
             shown = ", ".join(unseen[:5]) + (" …" if len(unseen) > 5 else "")
-            warnings.warn(f"prior_new column {k}: {len(unseen)} label(s) not seen in "
+            warnings.warn(f"prior_new {names[k]}: {len(unseen)} label(s) not seen in "
                           f"training ({shown}); each forms a class of its own (weight β' to "
                           "every reference point)", UserWarning, stacklevel=3)
         codes.append(col)

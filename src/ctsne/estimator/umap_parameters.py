@@ -13,21 +13,25 @@ line can read the defaults cheaply; the checks that need the data's size run in 
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..affinities.options import AFFINITIES, check_affinity_params, default_within_weight
+from ..affinities.options import (
+    AFFINITIES,
+    check_affinity_params,
+    default_within_weight,
+    n_neighbors_for,
+)
 from ..forces.curve import check_curve
 from ..prior import DEFAULT_BETA
 from .parameters import PARAMETERS, Parameter, _default_text, _finite, _integer, _random_state
 
 __all__ = ["EPOCHS_LARGE", "EPOCHS_SMALL", "LARGEVIS_AFFINITIES", "LARGEVIS_PARAMETERS",
-           "SMALL_UP_TO", "UMAP_AFFINITIES", "UMAP_PARAMETERS", "check_embedding_params",
-           "default_epochs", "parameters_section", "with_table"]
+           "SMALL_UP_TO", "UMAP_AFFINITIES", "UMAP_PARAMETERS", "check_embedding_options",
+           "check_embedding_params", "default_epochs", "parameters_section", "with_table"]
 
 # umap-learn's epoch rule (its fit's default): an epoch costs time in proportion to the
 # edges, so large graphs get fewer epochs; their maps still settle, having more
@@ -66,13 +70,13 @@ _N_NEIGHBORS = Parameter(
     15, "int",
     "Size of each point's neighbourhood, the point itself counted (as umap-learn counts "
     "it): the graph joins each point to its ``n_neighbors − 1`` nearest others.",
-    _integer(2), "n_neighbors must be an integer ≥ 2, got {value!r}",
+    _integer(2), "{name} must be an integer ≥ 2, got {value!r}",
     checked_later="below the number of points (check_embedding_params with n)")
 
 _SHARED_HEAD = {
     "n_components": Parameter(
         2, "int", "Output dimensions.", _integer(1),
-        "n_components must be an integer ≥ 1, got {value!r}"),
+        "{name} must be an integer ≥ 1, got {value!r}"),
 }
 
 _PRIOR_ROWS = {
@@ -95,7 +99,7 @@ _SGD_ROWS = {
         f"Passes over the graph's edges; None means {EPOCHS_SMALL} up to "
         f"{SMALL_UP_TO:,} points and {EPOCHS_LARGE} above (umap-learn's rule).",
         lambda v: v is None or (isinstance(v, numbers.Integral) and v >= 1),
-        "n_epochs must be None or an integer ≥ 1 (the number of passes over the edges), "
+        "{name} must be None or an integer ≥ 1 (the number of passes over the edges), "
         "got {value!r}",
         checked_later="its default depends on n (default_epochs, in fit)"),
     "learning_rate": Parameter(
@@ -168,7 +172,7 @@ UMAP_PARAMETERS: dict[str, Parameter] = {
         0.1, "float",
         "Smallest distance between embedded points: with ``spread`` it sets the curve "
         "``1 / (1 + a·d^(2b))`` (a, b fitted to it, umap-learn's rule).",
-        lambda v: _finite(v) and v >= 0, "min_dist must be a finite number ≥ 0, got {value!r}",
+        lambda v: _finite(v) and v >= 0, "{name} must be a finite number ≥ 0, got {value!r}",
         checked_later="not above spread (a rule of check_embedding_params)"),
     "spread": Parameter(
         1.0, "float", "Scale of the embedded neighbourhoods (with ``min_dist``).",
@@ -240,6 +244,30 @@ def _one_weight(p: Mapping[str, Any]) -> None:
                          f"alpha={p['alpha']!r}): the other follows from the class sizes")
 
 
+def check_embedding_options(table: Mapping[str, Parameter], params: Mapping[str, Any],
+                            names: Mapping[str, str] | None = None) -> None:
+    """Raise ValueError naming the first parameter that ``table`` or a rule refuses, of
+    the checks that need no data (the command line runs them before reading any).
+
+    Parameters
+    ----------
+    table : mapping
+        :data:`UMAP_PARAMETERS` or :data:`LARGEVIS_PARAMETERS`.
+    params : mapping
+        ``estimator.get_params()``.
+    names : mapping, optional
+        Parameter -> how the messages call it (e.g. a command-line option).
+    """
+    names = names or {}
+    for name, row in table.items():
+        value = params[name]
+        if row.accepts is not None and not row.accepts(value):
+            raise ValueError(row.message.format(name=names.get(name, name), value=value))
+    _curve(params)
+    check_affinity_params(params["affinities"], params["within_weight"])
+    _one_weight(params)
+
+
 def check_embedding_params(table: Mapping[str, Parameter], params: Mapping[str, Any],
                            n: int) -> None:
     """Raise ValueError naming the first parameter that ``table`` or a rule refuses.
@@ -253,13 +281,7 @@ def check_embedding_params(table: Mapping[str, Parameter], params: Mapping[str, 
     n : int
         Number of points to embed.
     """
-    for name, row in table.items():
-        value = params[name]
-        if row.accepts is not None and not row.accepts(value):
-            raise ValueError(row.message.format(name=name, value=value))
-    _curve(params)
-    check_affinity_params(params["affinities"], params["within_weight"])
-    _one_weight(params)
+    check_embedding_options(table, params)
     if n < 3:
         raise ValueError(f"an embedding needs at least 3 points, got n_samples={n}")
     if "n_neighbors" in params and params["n_neighbors"] >= n:
@@ -267,8 +289,7 @@ def check_embedding_params(table: Mapping[str, Parameter], params: Mapping[str, 
                          f"it counts the point itself, so it must be below n = {n}; use "
                          f"n_neighbors ≤ {n - 1} or more points")
     if "perplexity" in params:
-        k = min(n - 1, max(1, math.floor(3 * params["perplexity"])))  # n_neighbors_for's k
-        if params["perplexity"] >= k:
+        if params["perplexity"] >= n_neighbors_for(params["perplexity"], n):
             raise ValueError(f"perplexity={params['perplexity']} is too large for {n} points: "
                              f"it must be below n − 1 = {n - 1}; use perplexity ≤ "
                              f"{max(1, (n - 2) // 3)} or more points")

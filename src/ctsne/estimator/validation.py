@@ -1,25 +1,26 @@
 """Checks of a fit's inputs: the parameters (from :data:`~.parameters.PARAMETERS`), X, P.
 
-Also the thread limit a fit runs under (``n_jobs``).
+Also the thread limit a fit runs under (``n_jobs``). Importing this module loads no numba,
+scipy or scikit-learn (they load where a check needs them), so that the command line can
+check its options (:func:`check_options`) before it loads the library or reads the data.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
-import scipy.sparse as sp
-from sklearn.exceptions import NotFittedError
 
-from ..affinities.calibration import n_neighbors_for
-from ..affinities.options import check_affinity_params
+from ..affinities.options import check_affinity_params, n_neighbors_for
 from .parameters import MAX_DIMS, PARAMETERS
 
-__all__ = ["DescribedInput", "check_P", "check_X", "check_feature_names", "check_params",
-           "threads"]
+if TYPE_CHECKING:  # pragma: no cover
+    import scipy.sparse as sp
+
+__all__ = ["DescribedInput", "check_P", "check_X", "check_feature_names", "check_options",
+           "check_params", "check_perplexity", "threads"]
 
 
 def _dims_fit_method(p: Mapping[str, Any]) -> None:
@@ -48,6 +49,39 @@ RULES: tuple[Callable[[Mapping[str, Any]], None], ...] = (
 )
 
 
+def check_options(params: Mapping[str, Any], names: Mapping[str, str] | None = None) -> None:
+    """Raise ValueError naming the first parameter that the table or a rule refuses.
+
+    The checks that need no data, so that a caller can run them before it reads any
+    (the command line does, right after parsing its options).
+
+    Parameters
+    ----------
+    params : mapping
+        ``estimator.get_params()``: a value for every parameter of the table.
+    names : mapping, optional
+        Parameter -> how the messages call it (the command line's option, "--dims" for
+        ``n_components``); default the parameter's name.
+    """
+    names = names or {}
+    for name, row in PARAMETERS.items():
+        value = params[name]
+        if row.accepts is not None and not row.accepts(value):
+            raise ValueError(row.message.format(name=names.get(name, name), value=value))
+    for rule in RULES:
+        rule(params)
+
+
+def check_perplexity(perplexity: float, n: int) -> None:
+    """Raise ValueError when ``n`` points are too few for ``perplexity`` (a valid one)."""
+    if perplexity >= n_neighbors_for(perplexity, n):
+        raise ValueError(
+            f"perplexity={perplexity} is too large for {n} points: it must be below "
+            f"n − 1 = {n - 1} (the neighbours available); "
+            f"use perplexity ≤ {max(1, (n - 2) // 3)} or more points"
+        )
+
+
 def check_params(params: Mapping[str, Any], n: int, *, builds_affinities: bool = True) -> None:
     """Raise ValueError naming the first parameter that the table or a rule refuses.
 
@@ -61,22 +95,11 @@ def check_params(params: Mapping[str, Any], n: int, *, builds_affinities: bool =
         False when P is given (``fit_affinities``): the perplexity is then not used, so
         it is not checked against ``n``.
     """
-    for name, row in PARAMETERS.items():
-        value = params[name]
-        if row.accepts is not None and not row.accepts(value):
-            raise ValueError(row.message.format(name=name, value=value))
-    for rule in RULES:
-        rule(params)
+    check_options(params)
     if n < 3:
         raise ValueError(f"t-SNE needs at least 3 points, got n_samples={n}")
     if builds_affinities:
-        perplexity = params["perplexity"]
-        if perplexity >= n_neighbors_for(perplexity, n):
-            raise ValueError(
-                f"perplexity={perplexity} is too large for {n} points: it must be below "
-                f"n − 1 = {n - 1} (the neighbours available); "
-                f"use perplexity ≤ {max(1, (n - 2) // 3)} or more points"
-            )
+        check_perplexity(params["perplexity"], n)
 
 
 @contextlib.contextmanager
@@ -85,6 +108,8 @@ def threads(n_jobs: int | None):
     if n_jobs is None or n_jobs == -1:
         yield
         return
+    import numba
+
     old = numba.get_num_threads()
     numba.set_num_threads(max(1, min(int(n_jobs), numba.config.NUMBA_NUM_THREADS)))
     try:
@@ -159,6 +184,8 @@ def check_P(P) -> sp.csr_matrix:
     A CSR float64 matrix in canonical form is returned as is (the same object), so that
     models given one P share it; anything else is converted.
     """
+    import scipy.sparse as sp
+
     if not (sp.issparse(P) or hasattr(P, "__array__")):
         raise TypeError(f"P must be a sparse matrix or an array (n, n), got "
                         f"{type(P).__name__}")
@@ -219,6 +246,8 @@ class DescribedInput:
             self.
         """
         if not hasattr(self, "n_features_in_"):
+            from sklearn.exceptions import NotFittedError
+
             raise NotFittedError("describe_input() describes the data of a fitted model; "
                                  "call fit() first")
         if feature_names is not None:

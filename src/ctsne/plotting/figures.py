@@ -82,6 +82,18 @@ def label_colors(levels: Sequence) -> dict:
     return out
 
 
+def _more_colors(taken: Sequence, count: int) -> list:
+    """``count`` colours for labels that a reference figure did not have: from tab10 and
+    tab20, those not ``taken`` first."""
+    from matplotlib import colormaps
+
+    pool = [colormaps[name](k) for name, size in (("tab10", 10), ("tab20", 20))
+            for k in range(size)]
+    used = {tuple(c) for c in taken}
+    pool = [c for c in pool if tuple(c) not in used] + pool
+    return [pool[k % len(pool)] for k in range(count)]
+
+
 def _plain(values: np.ndarray):
     """Numbers as Python numbers (NaN stays a float, read as missing), other labels as
     objects, so that labels compare as the user wrote them."""
@@ -89,9 +101,14 @@ def _plain(values: np.ndarray):
 
 
 class _ColorSpec:
-    """How labels map to colours, shared by every panel of a figure."""
+    """How labels map to colours, shared by every panel of a figure.
 
-    def __init__(self, values, name: str | None):
+    With ``reference`` (the labels of another figure, e.g. the map new points were placed
+    into), the colours are that figure's: its labels keep their colours, labels it did
+    not have get others, and a colour scale keeps its range.
+    """
+
+    def __init__(self, values, name: str | None, reference=None):
         self.name = name
         self.continuous = False
         self.levels: list = [None]
@@ -99,14 +116,25 @@ class _ColorSpec:
         if values is None:
             return
         values = np.asarray(values)
-        numeric = values.dtype.kind in "iuf"
-        if numeric and len(np.unique(values[np.isfinite(values)])) > MAX_CATEGORIES:
+        basis = values if reference is None else np.asarray(reference)
+        numeric = basis.dtype.kind in "iuf"
+        if numeric and len(np.unique(basis[np.isfinite(basis)])) > MAX_CATEGORIES:
             self.continuous = True
-            finite = values[np.isfinite(values)]
+            finite = basis[np.isfinite(basis)]
             self.vmin, self.vmax = float(finite.min()), float(finite.max())
             return
         self.levels = _label_codes(_plain(values))[1]
         self.colors = label_colors(self.levels)
+        if reference is not None:
+            shown = self.levels
+            known = _label_codes(_plain(basis))[1]
+            self.colors = label_colors(known)
+            new = [lv for lv in shown if lv not in self.colors]
+            self.colors.update(zip(new, _more_colors(list(self.colors.values()), len(new)),
+                                   strict=True))
+            if None in shown:
+                self.colors[None] = label_colors([None])[None]
+            self.levels = [lv for lv in known if lv in set(shown)] + new  # legend order
 
     def rgba(self, values, n: int) -> np.ndarray:
         if values is None:
@@ -119,9 +147,9 @@ class _ColorSpec:
             out = colormaps["viridis"]((values - self.vmin) / span)
             out[~np.isfinite(values)] = (0.6, 0.6, 0.6, 1.0)
             return out
-        # the same values as in __init__ (every panel shares them), so the same levels
-        table = np.array([self.colors[lv] for lv in self.levels])
-        return table[_label_codes(_plain(values))[0]]
+        # each label's colour, whatever the order of the levels
+        codes, levels = _label_codes(_plain(values))
+        return np.array([self.colors[lv] for lv in levels])[codes]
 
     def handles(self) -> list:
         from matplotlib.lines import Line2D
@@ -136,13 +164,20 @@ class _ColorSpec:
         return out
 
 
-def marker_levels(values, name: str = "the marker label") -> list:
+def marker_levels(values, name: str = "the marker label", reference=None) -> list:
     """The distinct values of a marker label, in drawing order.
 
     Raises ValueError when there are more values than marker shapes (``len(MARKERS)``),
-    so that a caller can check a label before any long work.
+    so that a caller can check a label before any long work. With ``reference`` (the
+    labels of another figure) that figure's values come first, so that each keeps its
+    shape, then those it did not have.
     """
     levels = _label_codes(np.asarray(values).tolist())[1]
+    if reference is not None:
+        known = _label_codes(np.asarray(reference).tolist())[1]
+        levels = [lv for lv in known if lv is not None] + [
+            lv for lv in levels if lv is not None and lv not in set(known)] + (
+            [None] if None in levels or None in known else [])
     if len(levels) > len(MARKERS):
         raise ValueError(f"{name} has {len(levels)} values; markers are told apart for at "
                          f"most {len(MARKERS)}: use colour for this label")
@@ -185,9 +220,11 @@ def _draw(ax, Y, color, cspec: _ColorSpec, marker, mlevels, highlights, point_si
     else:
         # random drawing order, so that no label hides another by being drawn last
         order = np.random.default_rng(random_state).permutation(n)
-        # marker_levels(marker) gave mlevels: the same encoding, so the same order
-        mcodes = np.zeros(n, dtype=np.int64) if marker is None else _label_codes(
-            np.asarray(marker).tolist())[0]
+        mcodes = np.zeros(n, dtype=np.int64)
+        if marker is not None:  # each value's shape in mlevels (marker_levels' encoding)
+            codes, levels = _label_codes(np.asarray(marker).tolist())
+            shape = {lv: m for m, lv in enumerate(mlevels)}
+            mcodes = np.array([shape[lv] for lv in levels], dtype=np.int64)[codes]
         for m in range(max(1, len(mlevels))):
             idx = order[mcodes[order] == m]
             ax.scatter(Y[idx, 0], Y[idx, 1], c=rgba[idx], s=size, marker=MARKERS[m],
@@ -255,7 +292,7 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
                    title: str | None = None, color_name: str | None = "colour",
                    marker_name: str | None = "marker", legend: bool = True,
                    point_size: float | None = None, density: bool | str = "auto",
-                   random_state: int = 0):
+                   random_state: int = 0, color_reference=None, marker_reference=None):
     """Scatter plot of a 2-D embedding, coloured by one label and marked by another.
 
     Parameters
@@ -274,6 +311,10 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
     density : bool or "auto"
         Shade pixels instead of drawing markers (auto: above ``DENSITY_ABOVE`` points;
         markers shapes are then not shown).
+    color_reference, marker_reference : array-like, optional
+        The ``color`` and ``marker`` labels of another figure whose colours and shapes
+        to keep (e.g. the map that new points were placed into): a label gets the colour
+        and shape it has there.
 
     Returns
     -------
@@ -282,8 +323,9 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
     Y = check_embedding(Y)
     if ax is None:
         ax = new_figure((6.5, 5.0)).add_subplot()
-    cspec = _ColorSpec(color, color_name if color is not None else None)
-    mlevels = marker_levels(marker) if marker is not None else []
+    cspec = _ColorSpec(color, color_name if color is not None else None, color_reference)
+    mlevels = (marker_levels(marker, reference=marker_reference) if marker is not None
+               else [])
     highlights = _highlights(highlight, len(Y))
     _draw(ax, Y, color, cspec, marker, mlevels, highlights, point_size, density, random_state)
     if title:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
 from . import defaults
 from .interrupt import CtrlC
-from .shared import fmt, note
+from .shared import fmt, note, report_features
 
 __all__ = ["embed"]
 
@@ -30,6 +30,8 @@ def embed(args: argparse.Namespace) -> int:
     if args.with_reference:
         raise DataError("--with-reference needs --reference MODEL")
     _check_algorithm_options(args)
+    if not args.resume:  # a resumed model keeps its options (checked against it)
+        _check_options(args)
 
     outputs = [check_output(args.output, args.force, EMBEDDING_FORMATS)]
     if args.plot:
@@ -48,9 +50,8 @@ def embed(args: argparse.Namespace) -> int:
         raise DataError("the input and output files must all be different")
     ctrl_c = CtrlC()
     # an abort undoes only what this command writes, and restores what it replaced
-    with ctrl_c.installed(), track_outputs(), warnings.catch_warnings():
-        if args.quiet:
-            warnings.filterwarnings("ignore", message=".*carries no information")
+    # --quiet hides progress and notes; warnings are shown all the same
+    with ctrl_c.installed(), track_outputs():
         return _embed(args, ctrl_c)
 
 
@@ -81,22 +82,79 @@ def _check_algorithm_options(args: argparse.Namespace) -> None:
                         "run it twice, with and without --prior")
 
 
-def _graph_model(args: argparse.Namespace):
-    """ConditionalUMAP or ConditionalLargeVis with the options the user set."""
+# The estimators' parameters that options set, by the option's name (for messages).
+_FLAGS = {"n_components": "--dims", "perplexity": "--perplexity", "beta": "--beta",
+          "alpha": "--alpha", "combine": "--combine", "method": "--method",
+          "n_iter": "--n-iter", "affinities": "--affinities",
+          "within_weight": "--within-weight", "early_exaggeration_iter": "--exaggeration-iter",
+          "exaggeration": "--exaggeration", "random_state": "--seed", "n_jobs": "--threads",
+          "n_neighbors": "--n-neighbors", "min_dist": "--min-dist", "n_epochs": "--n-epochs"}
+
+
+def _tsne_options(args: argparse.Namespace) -> dict:
+    """ConditionalTSNE's parameters that the user set (the library's defaults apply to
+    the rest)."""
+    return defaults.set_options(
+        n_components=args.dims, perplexity=args.perplexity, beta=args.beta,
+        alpha=args.alpha, combine=args.combine, method=args.method, n_iter=args.n_iter,
+        affinities=args.affinities, within_weight=args.within_weight,
+        early_exaggeration_iter=args.exaggeration_iter, exaggeration=args.exaggeration,
+        random_state=args.seed, n_jobs=args.threads)
+
+
+def _graph_options(args: argparse.Namespace) -> dict:
+    """ConditionalUMAP's or ConditionalLargeVis's parameters that the user set."""
     common = dict(n_components=args.dims, beta=args.beta, alpha=args.alpha,
                   combine=args.combine, affinities=args.affinities,
                   within_weight=args.within_weight, n_epochs=args.n_epochs,
                   random_state=args.seed, n_jobs=args.threads)
     if args.algorithm == "umap":
+        return defaults.set_options(**common, n_neighbors=args.n_neighbors,
+                                    min_dist=args.min_dist)
+    return defaults.set_options(**common, perplexity=args.perplexity)
+
+
+def _check_options(args: argparse.Namespace, n: int | None = None) -> None:
+    """Refuse option values the fit would refuse, before the work: without ``n``, every
+    check that needs no data (run right after parsing: the parameter tables load no
+    numba, scipy or scikit-learn); with ``n``, the number of rows read, those against
+    the size (the perplexity or the neighbours), before the neighbour search."""
+    if args.algorithm == "tsne":
+        from ...estimator.parameters import PARAMETERS
+        from ...estimator.validation import check_options, check_perplexity
+
+        params = {name: row.default for name, row in PARAMETERS.items()}
+        params.update(_tsne_options(args))
+        if n is None:
+            check_options(params, _FLAGS)
+        else:
+            check_perplexity(params["perplexity"], n)
+        return
+    from ...estimator.umap_parameters import (
+        LARGEVIS_PARAMETERS,
+        UMAP_PARAMETERS,
+        check_embedding_options,
+        check_embedding_params,
+    )
+
+    table = UMAP_PARAMETERS if args.algorithm == "umap" else LARGEVIS_PARAMETERS
+    params = {name: row.default for name, row in table.items()}
+    params.update(_graph_options(args))
+    if n is None:
+        check_embedding_options(table, params, _FLAGS)
+    else:
+        check_embedding_params(table, params, n)
+
+
+def _graph_model(args: argparse.Namespace):
+    """ConditionalUMAP or ConditionalLargeVis with the options the user set."""
+    if args.algorithm == "umap":
         from ...estimator.umap import ConditionalUMAP
 
-        return ConditionalUMAP(**defaults.set_options(
-            **common, n_neighbors=args.n_neighbors, min_dist=args.min_dist),
-            verbose=not args.quiet)
+        return ConditionalUMAP(**_graph_options(args), verbose=not args.quiet)
     from ...estimator.largevis import ConditionalLargeVis
 
-    return ConditionalLargeVis(**defaults.set_options(**common, perplexity=args.perplexity),
-                               verbose=not args.quiet)
+    return ConditionalLargeVis(**_graph_options(args), verbose=not args.quiet)
 
 
 def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
@@ -145,6 +203,8 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
     if len(feats.X) < 3:
         raise DataError(f"{args.input} has {len(feats.X)} usable rows: t-SNE needs at "
                         "least 3 points (and more than the perplexity)")
+    if not args.resume:
+        _check_options(args, len(feats.X))  # e.g. the perplexity, before the search
     n_read, table = table.n_rows, table.take(feats.rows)
     prior = [table.columns[c] for c in args.prior] or None
     if prior is not None:
@@ -156,8 +216,7 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
             warnings.simplefilter("ignore")
             make_prior(prior, len(feats.X), **defaults.set_options(
                 beta=args.beta, alpha=args.alpha, combine=args.combine))
-    for message in feats.notes:
-        note(args, f"note: {message}")
+    report_features(args, feats.notes, feats.warnings)
     for name, col in zip(args.prior, prior or [], strict=False):
         n_miss = int(sum(v is None or v != v for v in col))
         if n_miss:
@@ -179,7 +238,8 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
         from ..files.models import annotate, save_model
         from .resume import fingerprint
 
-        annotate(model, fingerprint(feats.X, args), feats.names, args.standardize)
+        annotate(model, fingerprint(feats.X, args), feats.names, args.standardize,
+                 ids=table.ids, labels={c: table.columns[c] for c in labels})
         save_model(model, args.save_model, args.force)
     if args.plot:
         _plot(args, model, Y, plain, table, color)
@@ -243,16 +303,7 @@ def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC, resumed=None):
             model.optimize(n_iter=n_iter, exaggeration=args.exaggeration)
     else:
         # only the options the user set: the estimator's defaults apply to the rest
-        model = ConditionalTSNE(
-            **defaults.set_options(
-                n_components=args.dims, perplexity=args.perplexity, beta=args.beta,
-                alpha=args.alpha, combine=args.combine, method=args.method,
-                n_iter=args.n_iter, affinities=args.affinities,
-                within_weight=args.within_weight,
-                early_exaggeration_iter=args.exaggeration_iter,
-                exaggeration=args.exaggeration, random_state=args.seed,
-                n_jobs=args.threads),
-            verbose=not args.quiet)
+        model = ConditionalTSNE(**_tsne_options(args), verbose=not args.quiet)
         with ctrl_c.watching(model):
             model.fit_transform(X, prior)
     return model, ctrl_c.stop or model.interrupted_

@@ -75,7 +75,8 @@ def _threads(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser, quiet: str) -> None:
     p.add_argument("-f", "--force", action="store_true", help="overwrite existing outputs")
-    p.add_argument("-q", "--quiet", action="store_true", help=quiet)
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help=f"{quiet} (warnings are still shown)")
 
 
 def _data_options(p: argparse.ArgumentParser, features: bool = True) -> None:
@@ -227,7 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "With --prior / --complement: how well the prior's classes mix "
                        "(kNN homogeneity, iLISI) and whether the complementary label stays "
                        "visible across them (homogeneity, cLISI, cross-class agreement).")
-    p.add_argument("embeddings", nargs="+", metavar="EMB")
+    p.add_argument("embeddings", nargs="+", metavar="EMB", help="embedding files written by "
+                   "ctsne embed (or any table with ctsne1, ctsne2, … or --coords columns), "
+                   "compared with each other")
     p.add_argument("--labels", action="append", default=[], metavar="COL",
                    help="label column (of EMB, or of --data); repeat for several")
     p.add_argument("--prior", action="append", default=[], metavar="COL",
@@ -283,9 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "take every point; default 200000)")
     p.add_argument("--standardize", action="store_true", help="scale features to zero mean, "
                    "unit variance")
-    p.add_argument("--perplexity", type=float)
-    p.add_argument("--n-iter", type=int)
-    p.add_argument("--exaggeration-iter", type=int)
+    p.add_argument("--perplexity", type=float, help="effective number of neighbours of each "
+                   "map's points (default {perplexity:g})")
+    p.add_argument("--n-iter", type=int, metavar="N", help="iterations of each map after "
+                   "early exaggeration (default {n_iter})")
+    p.add_argument("--exaggeration-iter", type=int, metavar="N", help="iterations of early "
+                   "exaggeration of each map (default {early_exaggeration_iter})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     _threads(p)
     _data_options(p)
@@ -295,13 +301,17 @@ def build_parser() -> argparse.ArgumentParser:
                        description="t-SNE and ct-SNE (prior f14) of the paper's synthetic "
                        "data; writes data, embeddings and figures to DIR and prints how "
                        "visible each label is.")
-    p.add_argument("-o", "--output-dir", default="ctsne-demo", metavar="DIR")
+    p.add_argument("-o", "--output-dir", default="ctsne-demo", metavar="DIR",
+                   help="folder for the data, embeddings and figures (default ctsne-demo)")
     p.add_argument("--n", type=int, default=1000, help="points (default 1000)")
-    p.add_argument("--beta", type=float)
-    p.add_argument("--n-iter", type=int)
+    p.add_argument("--beta", type=float, help="β' of the ct-SNE map: weight of pairs in "
+                   "different f14 classes (default {beta:g})")
+    p.add_argument("--n-iter", type=int, metavar="N", help="iterations after early "
+                   "exaggeration (default {n_iter})")
     p.add_argument("--exaggeration-iter", type=int, metavar="N",
                    help="iterations of early exaggeration (default {early_exaggeration_iter})")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the data and the maps "
+                   "(default 0)")
     _threads(p)
     _common(p, "no progress bars")
     p.set_defaults(func="demo")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files.formats import DataError
-from .shared import aligned, check_table_and_plot, note
+from .shared import aligned, check_table_and_plot, note, report_features
 
 __all__ = ["rank"]
 
@@ -95,8 +95,7 @@ def rank(args: argparse.Namespace) -> int:
                              drop_missing=args.drop_missing)
     Y, ids = emb.matrix[feats.rows], emb.ids[feats.rows]
     selections, clusters = _selections(args, Y, ids)
-    for message in feats.notes:
-        note(args, f"note: {message}")
+    report_features(args, feats.notes, feats.warnings)
 
     out: dict[str, list] = {k: [] for k in ("selection", "rank", "feature", "weight",
                                             "mean_difference", "auc", "n_selected")}

@@ -5,17 +5,23 @@ The subcommand body (the parser is in :mod:`ctsne.interfaces.cli.main`). The sav
 keeps its training data, its feature names and its prior; NEWDATA's features are lined up
 with the training ones by name, and ``--prior`` names NEWDATA's columns holding the labels
 of the model's prior columns, in the same order.
+
+A model saved by ``ctsne embed --save-model`` also keeps its rows' ids and the label
+columns written with the map. ``--with-reference`` writes the map's points with those
+ids (prefixed ``reference:`` only where one is also a new row's id, so that the ids of
+the file stay unique; a model without ids gets ``reference:ROW``) and labels, and
+``--plot`` colours and marks each label as the map's own plot did.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
+from .shared import note, report_features, warn
 
 __all__ = ["place"]
 
@@ -61,7 +67,7 @@ def _align(feats, model, notes: list[str]) -> np.ndarray:
     return X
 
 
-def _reference_labels(model, n_prior: int) -> list[np.ndarray | None]:
+def _prior_labels(model, n_prior: int) -> list[np.ndarray | None]:
     """The training rows' labels of each prior column (None where they cannot be told)."""
     prior = model.prior_
     if prior is None or n_prior == 0:
@@ -71,6 +77,62 @@ def _reference_labels(model, n_prior: int) -> list[np.ndarray | None]:
                                                                strict=True)]
     joint = np.asarray(prior.classes[0], dtype=object)[prior.codes[0]]
     return [np.array([t[m] for t in joint], dtype=object) for m in range(n_prior)]
+
+
+def _reference_labels(model, names: list[str], prior: list[str]) -> dict[str, np.ndarray]:
+    """The map's own rows' labels of the columns ``names``, where known: as saved with the
+    model, else (a model saved before the labels were kept) from its prior, whose columns
+    ``prior`` names in the model's order."""
+    from ..files.models import provenance
+
+    n = len(model.embedding_)
+    saved = provenance(model).get("labels") or {}
+    out = {c: np.asarray(v) for c, v in saved.items() if c in names and len(v) == n}
+    for c, v in zip(prior, _prior_labels(model, len(prior)), strict=True):
+        if c not in out and v is not None:
+            out[c] = v
+    return out
+
+
+def _reference_ids(model, new_ids: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """The ids of the map's own rows for ``--with-reference``, and a note on how they
+    were made when they are not the rows' own ids."""
+    from ..files.models import provenance
+
+    n = len(model.embedding_)
+    own = provenance(model).get("ids")
+    if own is None or len(own) != n:
+        return (np.array([f"reference:{i}" for i in range(n)], dtype=object),
+                "the model keeps no row ids (saved by an older ctsne, or from Python): the "
+                "map's points are written as reference:ROW")
+    own = np.asarray(own).astype(str)
+    if not set(own).intersection(np.asarray(new_ids).astype(str)):
+        return own.astype(object), None
+    return (np.array([f"reference:{i}" for i in own], dtype=object),
+            "some ids of the map's points are also ids of new rows: the map's points are "
+            "written as reference:ID")
+
+
+def _label_column(values: np.ndarray) -> np.ndarray:
+    """A label column as objects, numbers written as the tables write them (1, not 1.0)."""
+    values = np.asarray(values)
+    if values.dtype == object:
+        return values
+    out = np.empty(len(values), dtype=object)
+    if values.dtype.kind == "f":
+        out[:] = [None if v != v else (int(v) if float(v).is_integer() else v)
+                  for v in values.tolist()]
+    else:
+        out[:] = values.tolist()
+    return out
+
+
+def _join(ref: np.ndarray | None, new: np.ndarray, n_ref: int) -> np.ndarray:
+    """The map's labels (missing where unknown) followed by the new rows' labels."""
+    if ref is not None and ref.dtype.kind in "iuf" and new.dtype.kind in "iuf":
+        return np.concatenate([ref.astype(np.float64), new.astype(np.float64)])
+    head = np.full(n_ref, None, dtype=object) if ref is None else _label_column(ref)
+    return np.concatenate([head, _label_column(new)])
 
 
 def place(args: argparse.Namespace) -> int:
@@ -112,27 +174,27 @@ def place(args: argparse.Namespace) -> int:
     feats = prepare_features(table, args.columns, exclude, args.categorical, False,
                              args.drop_missing, args.prior)
     table = table.take(feats.rows)
-    notes = list(feats.notes)
-    X = _align(feats, model, notes)
-    prior = [table.columns[c] for c in args.prior] or None
-    for note in notes:
-        if not args.quiet:
-            print(f"ctsne: note: {note}", file=sys.stderr)
+    unseen: list[str] = []
+    X = _align(feats, model, unseen)
+    # by name, so that messages about a prior column name it
+    prior = {c: table.columns[c] for c in args.prior} or None
+    report_features(args, feats.notes, feats.warnings)
+    for message in unseen:  # information the map cannot use: a warning
+        warn(message)
 
     model.set_params(n_jobs=args.threads)
     Y = model.transform(X, prior)
     ids, cols = table.ids, {c: table.columns[c] for c in labels}
+    ref_labels = _reference_labels(model, labels, list(args.prior))
     if args.with_reference:
         n_ref = len(model.embedding_)
-        ref_labels = dict(zip(args.prior, _reference_labels(model, len(args.prior)),
-                              strict=True))
+        ref_ids, how = _reference_ids(model, ids)
+        if how:
+            note(args, f"note: {how}")
         Y = np.vstack([model.embedding_, Y])
-        ids = np.concatenate([np.array([f"reference:{i}" for i in range(n_ref)], dtype=object),
-                              np.asarray(ids).astype(str).astype(object)])
+        ids = np.concatenate([ref_ids, np.asarray(ids).astype(str).astype(object)])
         for c in labels:
-            ref = ref_labels.get(c)
-            ref = np.full(n_ref, None, dtype=object) if ref is None else ref
-            cols[c] = np.concatenate([ref, np.asarray(cols[c], dtype=object)])
+            cols[c] = _join(ref_labels.get(c), np.asarray(cols[c]), n_ref)
         cols["set"] = np.array(["reference"] * n_ref + ["new"] * table.n_rows, dtype=object)
     write_embedding(args.output, Y, ids, cols, args.force,
                        None if args.with_reference else table.adata,
@@ -141,14 +203,16 @@ def place(args: argparse.Namespace) -> int:
         from ...plotting import figures as plotting
 
         new = slice(len(Y) - table.n_rows, len(Y))
+        # each label in the colour and shape it has in the map's own plot
         ax = plotting.plot_embedding(
             Y[new], table.columns[color] if color else None,
             table.columns[args.marker] if args.marker else None,
             title=f"new points in {Path(args.reference).name}", color_name=color,
-            marker_name=args.marker, random_state=0)
+            marker_name=args.marker, random_state=0,
+            color_reference=ref_labels.get(color) if color else None,
+            marker_reference=ref_labels.get(args.marker) if args.marker else None)
         plotting.save_figure(ax.figure, args.plot, args.force)
-    if not args.quiet:
-        print(f"ctsne: wrote {args.output}: {table.n_rows} new points placed into the map of "
-              f"{len(model.embedding_)} points" + (" (both written)" if args.with_reference
-                                                   else ""), file=sys.stderr)
+    note(args, f"wrote {args.output}: {table.n_rows} new points placed into the map of "
+         f"{len(model.embedding_)} points" + (" (both written)" if args.with_reference
+                                              else ""))
     return 0

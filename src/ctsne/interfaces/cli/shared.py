@@ -17,13 +17,30 @@ from ..files.formats import FIGURE_FORMATS, TABLE_FORMATS, DataError
 if TYPE_CHECKING:  # pragma: no cover
     from ..files.tables import Table
 
-__all__ = ["aligned", "check_table_and_plot", "fmt", "note"]
+__all__ = ["aligned", "check_table_and_plot", "fmt", "note", "report_features", "warn"]
 
 
 def note(args: argparse.Namespace, message: str) -> None:
     """Print ``ctsne: message`` on stderr unless the command runs with ``--quiet``."""
     if not getattr(args, "quiet", False):
         print(f"ctsne: {message}", file=sys.stderr)
+
+
+def warn(message: str) -> None:
+    """Print ``ctsne: warning: message`` on stderr, with ``--quiet`` too (as the library's
+    warnings are): ``--quiet`` hides progress and notes, never a warning."""
+    print(f"ctsne: warning: {message}", file=sys.stderr)
+
+
+def report_features(args: argparse.Namespace, messages: list[str],
+                    warnings: list[str] = ()) -> None:
+    """Print what preparing the features did: ``warnings`` (those of ``messages`` that
+    lose data, e.g. dropped rows) always, the other messages as notes."""
+    for message in messages:
+        if message in warnings:
+            warn(message)
+        else:
+            note(args, f"note: {message}")
 
 
 def fmt(v) -> str:

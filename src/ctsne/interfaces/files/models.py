@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .formats import DataError
 from .writing import atomic_path
@@ -28,7 +30,8 @@ _OLD_ATTRIBUTES = {"cli_fingerprint": "cli_fingerprint_", "standardized": "stand
 
 
 def annotate(model: ConditionalTSNE, fingerprint: dict, feature_names: Sequence[str],
-             standardized: bool) -> None:
+             standardized: bool, ids: np.ndarray | None = None,
+             labels: Mapping[str, np.ndarray] | None = None) -> None:
     """Record with ``model`` what the command line needs when it loads the model again.
 
     Parameters
@@ -42,9 +45,21 @@ def annotate(model: ConditionalTSNE, fingerprint: dict, feature_names: Sequence[
         The feature columns, by which ``embed --reference`` lines up a new table.
     standardized : bool
         Whether the features were standardised (``embed --reference`` refuses those).
+    ids : ndarray (n,), optional
+        The rows' ids, which ``embed --reference --with-reference`` writes for the map's
+        own points.
+    labels : dict of name -> ndarray (n,), optional
+        The label columns written with the map (priors, colour, marker, kept columns):
+        ``embed --reference`` colours new points as the map was and writes the map's
+        labels with ``--with-reference``.
     """
+    extra = {}
+    if ids is not None:
+        extra["ids"] = np.asarray(ids)
+    if labels:
+        extra["labels"] = {str(k): np.asarray(v) for k, v in labels.items()}
     model.describe_input(list(feature_names), cli_fingerprint=fingerprint,
-                         standardized=bool(standardized))
+                         standardized=bool(standardized), **extra)
 
 
 def provenance(model: ConditionalTSNE) -> dict:
