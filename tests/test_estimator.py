@@ -177,7 +177,14 @@ def test_synthetic_example_factors_out_the_prior():
          for name, Y in (("tsne", tsne), ("ct", ct)) for lab in ("f14", "f56")}
     assert h["tsne", "f14"] > 0.9
     assert h["ct", "f14"] < 0.6 * h["tsne", "f14"]
-    assert h["ct", "f56"] > h["tsne", "f56"] + 0.01  # measured 0.945 against 0.905
+    # f56 shows better: as the map's global structure (its groups span the f14 clusters,
+    # which t-SNE keeps apart). At k = 10 both show f56 within the clusters, 0.90-0.93,
+    # and which is higher depends on rounding (serial or parallel kernels, cold or warm
+    # cache); at k = 100, measured 0.86 against 0.45-0.48 on every path.
+    assert h["ct", "f56"] > 0.85
+    wide = {name: knn_label_homogeneity(Y, data.f56, k=100) for name, Y in
+            (("tsne", tsne), ("ct", ct))}
+    assert wide["ct"] > wide["tsne"] + 0.2
 
 
 def test_every_method_reaches_the_same_kl(monkeypatch):
