@@ -35,9 +35,17 @@ class _LibraryDefaults(dict):
     """Help-text field -> the library's default, looked up on first use."""
 
     def __missing__(self, key: str):
-        from .defaults import help_value
+        if key.startswith("explore_label_"):
+            # explore's rule for label-like columns (its module loads numpy, no Bokeh)
+            from ..explorer import command
 
-        self[key] = value = help_value(key)
+            value = {"explore_label_max_levels": command.LABEL_MAX_LEVELS,
+                     "explore_label_percent": 100 * command.LABEL_MIN_SHARE}[key]
+        else:
+            from .defaults import help_value
+
+            value = help_value(key)
+        self[key] = value
         return value
 
 
@@ -79,7 +87,20 @@ def _common(p: argparse.ArgumentParser, quiet: str) -> None:
                    help=f"{quiet} (warnings are still shown)")
 
 
-def _data_options(p: argparse.ArgumentParser, features: bool = True) -> None:
+# What --columns defaults to: embed takes every column but the id and prior ones; explore
+# also keeps label-like columns out of the features (interfaces/explorer/command.py).
+_COLUMNS_DEFAULT = {
+    "embed": "all but the id and prior columns",
+    "explore": "the numeric columns except the id, prior and --exclude columns and those "
+               "that look like labels (text; whole numbers with at most "
+               "{explore_label_max_levels} values, each on at least "
+               "{explore_label_percent:g} percent of the rows), which become labels for colour, "
+               "hover and prior",
+}
+
+
+def _data_options(p: argparse.ArgumentParser, features: bool = True,
+                  columns_default: str = _COLUMNS_DEFAULT["embed"]) -> None:
     g = p.add_argument_group("reading the input")
     g.add_argument("--id", metavar="COL", help="column holding row ids (default: row numbers, "
                    "or an unnamed first column, or an AnnData's obs names)")
@@ -90,7 +111,7 @@ def _data_options(p: argparse.ArgumentParser, features: bool = True) -> None:
     if not features:
         return
     g.add_argument("--columns", nargs="+", metavar="COL", help="feature columns (names or "
-                   "patterns like 'x*'); default: all but the id and prior columns")
+                   f"patterns like 'x*'); default: {columns_default}")
     g.add_argument("--exclude", nargs="+", metavar="COL", default=[],
                    help="columns that are not features")
     g.add_argument("--categorical", choices=("onehot", "error"), default="onehot",
@@ -294,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "exaggeration of each map (default {early_exaggeration_iter})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     _threads(p)
-    _data_options(p)
+    _data_options(p, columns_default=_COLUMNS_DEFAULT["explore"])
     p.set_defaults(func="explore")
 
     p = sub.add_parser("demo", help="the paper's synthetic example, end to end",
