@@ -113,15 +113,16 @@ def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities
     return Affinities(P, "standard", None if classes is None else prior_mixing(P, classes))
 
 
-def warn_if_separated(built: Affinities, stacklevel: int) -> None:
+def warn_if_separated(built: Affinities, stacklevel: int, method: str = "ct-SNE") -> None:
     """Warn when a standard P cannot remove the prior: its classes barely connect.
 
-    ``stacklevel`` as for :func:`warnings.warn`, counted from the caller of this function.
+    ``stacklevel`` as for :func:`warnings.warn`, counted from the caller of this function;
+    ``method`` names the map in the message ("ct-SNE", "conditional UMAP", …).
     """
     mixing = built.mixing
     if built.mode == "standard" and mixing is not None and mixing.separates:
         warnings.warn(
             f"the prior separates the data: only {100 * mixing.cross:.1f} % of P's mass "
             f"lies across classes (random labels: {100 * mixing.expected:.1f} %), so "
-            "ct-SNE cannot remove it; use affinities='balanced' "
+            f"{method} cannot remove it; use affinities='balanced' "
             "(CLI: --affinities balanced)", UserWarning, stacklevel=stacklevel + 1)

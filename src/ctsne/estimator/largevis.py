@@ -52,6 +52,7 @@ class ConditionalLargeVis(GraphEmbedding):
     """
 
     _table = LARGEVIS_PARAMETERS
+    _method_name = "conditional LargeVis"
 
     def __init__(self, perplexity: float = 30.0, n_components: int = 2,
                  beta: float | None = None, alpha: float | None = None, combine: str = "joint",

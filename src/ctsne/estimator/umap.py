@@ -120,6 +120,7 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
     """
 
     _table = UMAP_PARAMETERS
+    _method_name = "conditional UMAP"  # in messages
 
     # ------------------------------------------------------------------ hooks
     def _build_graph(self, X, classes, search) -> Affinities:  # pragma: no cover
@@ -205,7 +206,8 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
             built = self._build_graph(to_safe_scale(X), classes, search)
             self.graph_, self.affinities_ = built.P, built.mode
             self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
-            warn_if_separated(built, stacklevel=4)  # the user's fit (through fit_transform)
+            # the user's fit (through fit_transform)
+            warn_if_separated(built, stacklevel=4, method=self._method_name)
             t1 = time.perf_counter()
             if self.verbose:
                 for line in built.describe(t1 - t0):
@@ -422,6 +424,7 @@ class ConditionalUMAP(GraphEmbedding):
     """
 
     _table = UMAP_PARAMETERS
+    _method_name = "conditional UMAP"
 
     def __init__(self, n_neighbors: int = 15, n_components: int = 2, min_dist: float = 0.1,
                  spread: float = 1.0, beta: float | None = None, alpha: float | None = None,
