@@ -28,11 +28,6 @@ from ..prior import Prior, make_prior
 from .parameters import PARAMETERS, resolved, with_parameters
 from .validation import DescribedInput, check_P, check_params, check_X, threads
 
-try:  # scikit-learn ≥ 1.6
-    from sklearn.utils.validation import validate_data
-except ImportError:  # 1.3 to 1.5 keep the same bookkeeping as a BaseEstimator method
-    validate_data = None
-
 __all__ = ["ConditionalTSNE"]
 
 
@@ -145,14 +140,6 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
     # ------------------------------------------------------------------ validation
     def _check_params(self, n: int, builds_affinities: bool = True) -> None:
         check_params(self.get_params(deep=False), n, builds_affinities=builds_affinities)
-
-    def _record_feature_names(self, X, *, reset: bool) -> None:
-        """scikit-learn's ``feature_names_in_`` bookkeeping for X as the caller gave it."""
-        if validate_data is None:
-            super()._check_feature_names(X, reset=reset)
-        else:
-            # names only: check_X converts and counts X, with its own messages
-            validate_data(self, X, skip_check_array=True, ensure_2d=False, reset=reset)
 
     def __setstate__(self, state: dict) -> None:
         # A model pickled by an earlier version lacks the parameters added since: they
@@ -513,23 +500,7 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         """
         from .placement import place_points
 
-        if not hasattr(self, "embedding_"):
-            raise NotFittedError("transform() places points into a fitted map; call fit() "
-                                 "or fit_transform() first")
-        if not hasattr(self, "training_data_"):
-            raise NotFittedError("this model no longer holds its training data "
-                                 "(training_data_), which transform() needs; refit it")
-        if hasattr(X_new, "columns"):
-            # names are compared only when X_new has them: a model whose names came from
-            # describe_input (the command line's) gets arrays already aligned by name
-            self._record_feature_names(X_new, reset=False)
-        X_new = check_X(X_new)
-        m, p = X_new.shape[1], self.n_features_in_
-        if m != p:
-            # scikit-learn's wording first (its checks look for it), then ours
-            raise ValueError(f"X has {m} features, but ConditionalTSNE is expecting {p} "
-                             f"features as input: X_new has {m} features but the model was "
-                             f"fitted on {p}; give the same features, in the same order")
+        X_new = self._new_points(X_new)
         with threads(self.n_jobs):
             return place_points(self.training_data_, self.embedding_, X_new, self.prior_,
                                 prior_new, perplexity=perplexity, n_iter=n_iter, theta=theta,

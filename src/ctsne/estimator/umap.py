@@ -35,7 +35,6 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import NotFittedError
 
 from .._progress import progress_bar
 from ..affinities.balanced import balanced_affinities
@@ -52,11 +51,6 @@ from ..prior import Prior, make_prior
 from .placement import encode_new_prior, reference_neighbors
 from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs, with_table
 from .validation import DescribedInput, check_X, threads
-
-try:  # scikit-learn ≥ 1.6
-    from sklearn.utils.validation import validate_data
-except ImportError:  # 1.3 to 1.5 keep the same bookkeeping as a BaseEstimator method
-    validate_data = None
 
 __all__ = ["ConditionalUMAP", "GraphEmbedding", "class_weights"]
 
@@ -147,13 +141,6 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
         # a seed fixes the map on one thread only: the SGD's updates race on several
         tags.non_deterministic = self.n_jobs != 1
         return tags
-
-    def _record_feature_names(self, X, *, reset: bool) -> None:
-        """scikit-learn's ``feature_names_in_`` bookkeeping for X as the caller gave it."""
-        if validate_data is None:
-            super()._check_feature_names(X, reset=reset)
-        else:
-            validate_data(self, X, skip_check_array=True, ensure_2d=False, reset=reset)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, prior=None):
@@ -314,21 +301,8 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
         -------
         ndarray (m, n_components)
         """
-        if not hasattr(self, "embedding_"):
-            raise NotFittedError("transform() places points into a fitted map; call fit() "
-                                 "or fit_transform() first")
-        if not hasattr(self, "training_data_"):
-            raise NotFittedError("this model no longer holds its training data "
-                                 "(training_data_), which transform() needs; refit it")
-        if hasattr(X_new, "columns"):
-            self._record_feature_names(X_new, reset=False)
-        X_new = check_X(X_new)
-        p, m = self.n_features_in_, X_new.shape[0]
-        if X_new.shape[1] != p:
-            # scikit-learn's wording first (its checks look for it), then ours
-            raise ValueError(f"X has {X_new.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {p} features as input: give the same features, in "
-                             "the same order")
+        X_new = self._new_points(X_new)
+        m = X_new.shape[0]
         sampler, rows = self._transform_sampler(prior_new, m)
         n_epochs = max(TRANSFORM_MIN_EPOCHS, self.n_epochs_ // 3)
         seed = int(np.random.default_rng(self.random_state).integers(_SEED_HIGH))

@@ -222,7 +222,43 @@ def check_P(P) -> sp.csr_matrix:
 
 
 class DescribedInput:
-    """What an estimator keeps about its training data beyond X: for saved models."""
+    """What every estimator keeps and checks of its data beyond X itself: the feature
+    names (scikit-learn's bookkeeping), the record kept with a saved model, and the
+    checks of new points against the fitted ones."""
+
+    def _record_feature_names(self, X, *, reset: bool) -> None:
+        """scikit-learn's ``feature_names_in_`` bookkeeping for X as the caller gave it."""
+        try:  # scikit-learn ≥ 1.6
+            from sklearn.utils.validation import validate_data
+        except ImportError:  # 1.3 to 1.5 keep the same bookkeeping as a BaseEstimator method
+            super()._check_feature_names(X, reset=reset)
+            return
+        # names only: check_X converts and counts X, with its own messages
+        validate_data(self, X, skip_check_array=True, ensure_2d=False, reset=reset)
+
+    def _new_points(self, X_new) -> np.ndarray:
+        """``X_new`` for ``transform``: a fitted model that kept its training data, and
+        the same features (by name when X_new has names)."""
+        from sklearn.exceptions import NotFittedError
+
+        if not hasattr(self, "embedding_"):
+            raise NotFittedError("transform() places points into a fitted map; call fit() "
+                                 "or fit_transform() first")
+        if not hasattr(self, "training_data_"):
+            raise NotFittedError("this model no longer holds its training data "
+                                 "(training_data_), which transform() needs; refit it")
+        if hasattr(X_new, "columns"):
+            # names are compared only when X_new has them: a model whose names came from
+            # describe_input (the command line's) gets arrays already aligned by name
+            self._record_feature_names(X_new, reset=False)
+        X_new = check_X(X_new)
+        m, p = X_new.shape[1], self.n_features_in_
+        if m != p:
+            # scikit-learn's wording first (its checks look for it), then ours
+            raise ValueError(f"X has {m} features, but {type(self).__name__} is expecting "
+                             f"{p} features as input: X_new has {m} features but the model "
+                             f"was fitted on {p}; give the same features, in the same order")
+        return X_new
 
     def describe_input(self, feature_names=None, **provenance) -> DescribedInput:
         """Record what the training data was, to keep with a saved model.
