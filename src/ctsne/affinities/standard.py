@@ -22,29 +22,7 @@ from .calibration import calibrate
 from .options import n_neighbors_for
 from .symmetry import symmetrize
 
-__all__ = ["ConditionalTable", "joint_affinities", "standard_conditional",
-           "standard_neighbors"]
-
-
-def standard_neighbors(
-    X: np.ndarray,
-    perplexity: float,
-    neighbors: str = "auto",
-    metric: str = "euclidean",
-    random_state: int | None = None,
-    n_jobs: int | None = None,
-    progress=None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The k = 3·perplexity nearest neighbours of the standard P, warning about ties.
-
-    ``X`` should already be at a safe scale (:func:`ctsne.checks.to_safe_scale`); the
-    other parameters are passed to :func:`ctsne.neighbors.search.nearest_neighbors`.
-    """
-    k = n_neighbors_for(perplexity, X.shape[0])
-    idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
-                                  random_state=random_state, n_jobs=n_jobs, progress=progress)
-    warn_ties(dist, perplexity, X, idx)
-    return idx, dist
+__all__ = ["ConditionalTable", "joint_affinities", "standard_conditional"]
 
 
 @dataclass
@@ -104,8 +82,10 @@ def standard_conditional(
     ConditionalTable
         Its :meth:`~ConditionalTable.joint` is the standard P.
     """
-    idx, dist = standard_neighbors(X, perplexity, neighbors, metric, random_state, n_jobs,
-                                   progress)
+    k = n_neighbors_for(perplexity, X.shape[0])
+    idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
+                                  random_state=random_state, n_jobs=n_jobs, progress=progress)
+    warn_ties(dist, perplexity, X, idx)
     cond = calibrate(dist, perplexity, out=None if keep_distances else dist)
     return ConditionalTable(idx, cond, dist if keep_distances else None)
 
