@@ -97,6 +97,20 @@ def _graph_knn(adata, neighbors_key: str):
     return knn_from_graph(adata.obsp[dist_key]), key, dist_key
 
 
+def _setup(adata, estimator, copy: bool, use_rep, layer, prior, beta, kwargs: dict):
+    """What ``ctsne`` and ``cumap`` share before fitting: the AnnData (copied with
+    ``copy``), the representation and its name, the prior's columns and the estimator."""
+    if not (hasattr(adata, "obsm") and hasattr(adata, "obs")):
+        raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
+    if copy:
+        adata = adata.copy()
+    data, source = _representation(adata, use_rep, layer)
+    labels = _prior(adata, prior)
+    if beta is None and kwargs.get("alpha") is None:
+        beta = DEFAULT_BETA  # recorded as used, not as None
+    return adata, data, source, labels, estimator(beta=beta, **kwargs)
+
+
 def _jsonable(value):
     """numpy scalars and arrays, tuples and nested dicts as plain JSON types."""
     if isinstance(value, dict):
@@ -168,16 +182,9 @@ def ctsne(
     """
     from .estimator.tsne import ConditionalTSNE
 
-    if not (hasattr(adata, "obsm") and hasattr(adata, "obs")):
-        raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
-    if copy:
-        adata = adata.copy()
-    data, source = _representation(adata, use_rep, layer)
-    labels = _prior(adata, prior)
+    adata, data, source, labels, model = _setup(adata, ConditionalTSNE, copy, use_rep,
+                                                layer, prior, beta, estimator_kwargs)
     knn = graph = None
-    if beta is None and estimator_kwargs.get("alpha") is None:
-        beta = DEFAULT_BETA  # recorded as used, not as None
-    model = ConditionalTSNE(beta=beta, **estimator_kwargs)
     asked = model.perplexity
     if neighbors_key is not None:
         from .affinities.precomputed import effective_perplexity
@@ -267,15 +274,8 @@ def cumap(
     """
     from .estimator.umap import ConditionalUMAP
 
-    if not (hasattr(adata, "obsm") and hasattr(adata, "obs")):
-        raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
-    if copy:
-        adata = adata.copy()
-    data, source = _representation(adata, use_rep, layer)
-    labels = _prior(adata, prior)
-    if beta is None and estimator_kwargs.get("alpha") is None:
-        beta = DEFAULT_BETA  # recorded as used, not as None
-    model = ConditionalUMAP(beta=beta, **estimator_kwargs)
+    adata, data, source, labels, model = _setup(adata, ConditionalUMAP, copy, use_rep,
+                                                layer, prior, beta, estimator_kwargs)
     X = _dense(data, source)
     t0 = time.perf_counter()
     Y = model.fit_transform(X, labels)
