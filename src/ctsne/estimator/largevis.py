@@ -19,8 +19,9 @@ import numpy as np
 from ..affinities.calibration import calibrate
 from ..affinities.modes import Affinities, input_affinities
 from ..affinities.options import n_neighbors_for
+from .parameters import with_parameters
 from .umap import GraphEmbedding
-from .umap_parameters import LARGEVIS_PARAMETERS, with_table
+from .umap_parameters import LARGEVIS_PARAMETERS
 
 __all__ = ["ConditionalLargeVis"]
 
@@ -100,6 +101,6 @@ class ConditionalLargeVis(GraphEmbedding):
                           built.standard_mixing)
 
 
-ConditionalLargeVis.__doc__ = with_table(
-    ConditionalLargeVis.__doc__,
-    "Parameters: from ctsne.estimator.umap_parameters.LARGEVIS_PARAMETERS.", LARGEVIS_PARAMETERS)
+ConditionalLargeVis.__doc__ = with_parameters(
+    ConditionalLargeVis.__doc__, LARGEVIS_PARAMETERS,
+    "Parameters: from ctsne.estimator.umap_parameters.LARGEVIS_PARAMETERS.")

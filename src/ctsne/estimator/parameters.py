@@ -30,7 +30,7 @@ from ..neighbors.search import APPROX_ABOVE, SEARCH_METHODS, TREE_DIMS, TREE_MAX
 from ..prior import DEFAULT_BETA
 
 __all__ = ["MAX_DIMS", "METHODS", "PARAMETERS", "PARAMETERS_MARKER", "Parameter",
-           "parameters_section", "resolved", "with_parameters"]
+           "check_table", "parameters_section", "resolved", "with_parameters"]
 
 METHODS = ("auto", "exact", "bh", "fft")
 # Barnes-Hut's trees and the FFT grid exist up to these output dimensions.
@@ -253,10 +253,11 @@ def _default_text(value) -> str:
     return f"default {value}"
 
 
-def parameters_section() -> str:
-    """The numpydoc "Parameters" section of ConditionalTSNE, from :data:`PARAMETERS`."""
+def parameters_section(table: Mapping[str, Parameter] | None = None) -> str:
+    """The numpydoc "Parameters" section of an estimator, from its ``table`` (default
+    :data:`PARAMETERS`, ConditionalTSNE's)."""
     lines = ["Parameters", "----------"]
-    for name, row in PARAMETERS.items():
+    for name, row in (PARAMETERS if table is None else table).items():
         lines.append(f"{name} : {row.kind}, {_default_text(row.default)}")
         lines += textwrap.wrap(row.doc, 88, initial_indent="    ", subsequent_indent="    ",
                                break_on_hyphens=False, break_long_words=False)
@@ -267,11 +268,33 @@ def parameters_section() -> str:
 PARAMETERS_MARKER = "Parameters: from ctsne.estimator.parameters.PARAMETERS."
 
 
-def with_parameters(docstring: str | None) -> str | None:
-    """``docstring`` (dedented) with :data:`PARAMETERS_MARKER` replaced by the section."""
+def with_parameters(docstring: str | None, table: Mapping[str, Parameter] | None = None,
+                    marker: str = PARAMETERS_MARKER) -> str | None:
+    """``docstring`` (dedented) with the line ``marker`` replaced by ``table``'s section."""
     if docstring is None:  # python -OO drops docstrings
         return None
-    return inspect.cleandoc(docstring).replace(PARAMETERS_MARKER, parameters_section())
+    return inspect.cleandoc(docstring).replace(marker, parameters_section(table))
+
+
+def check_table(table: Mapping[str, Parameter], params: Mapping[str, Any],
+                names: Mapping[str, str] | None = None) -> None:
+    """Raise ValueError naming the first parameter whose row in ``table`` refuses its value.
+
+    Parameters
+    ----------
+    table : mapping
+        Parameter name -> :class:`Parameter`.
+    params : mapping
+        ``estimator.get_params()``: a value for every parameter of the table.
+    names : mapping, optional
+        Parameter -> how the messages call it (the command line's option, "--dims" for
+        ``n_components``); default the parameter's name.
+    """
+    names = names or {}
+    for name, row in table.items():
+        value = params[name]
+        if row.accepts is not None and not row.accepts(value):
+            raise ValueError(row.message.format(name=names.get(name, name), value=value))
 
 
 def resolved(params: Mapping[str, Any], name: str):

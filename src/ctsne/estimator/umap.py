@@ -48,8 +48,9 @@ from ..optimization.negatives import NegativeSampler
 from ..optimization.sgd import epochs_per_sample, optimize_layout
 from ..optimization.spectral import pca_init, spectral_init
 from ..prior import Prior, make_prior
+from .parameters import with_parameters
 from .placement import encode_new_prior, reference_neighbors
-from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs, with_table
+from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs
 from .validation import DescribedInput, check_X, threads
 
 __all__ = ["ConditionalUMAP", "GraphEmbedding", "class_weights"]
@@ -476,6 +477,6 @@ class ConditionalUMAP(GraphEmbedding):
         return P / P.data.max()
 
 
-ConditionalUMAP.__doc__ = with_table(
-    ConditionalUMAP.__doc__, "Parameters: from ctsne.estimator.umap_parameters.UMAP_PARAMETERS.",
-    UMAP_PARAMETERS)
+ConditionalUMAP.__doc__ = with_parameters(
+    ConditionalUMAP.__doc__, UMAP_PARAMETERS,
+    "Parameters: from ctsne.estimator.umap_parameters.UMAP_PARAMETERS.")

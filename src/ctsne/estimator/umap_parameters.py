@@ -12,9 +12,7 @@ line can read the defaults cheaply; the checks that need the data's size run in 
 
 from __future__ import annotations
 
-import inspect
 import numbers
-import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -23,15 +21,15 @@ from ..affinities.options import (
     AFFINITIES,
     check_affinity_params,
     default_within_weight,
-    n_neighbors_for,
 )
 from ..forces.curve import check_curve
 from ..prior import DEFAULT_BETA
-from .parameters import PARAMETERS, Parameter, _default_text, _finite, _integer, _random_state
+from .parameters import PARAMETERS, Parameter, _finite, _integer, _random_state, check_table
+from .validation import check_one_weight, check_perplexity
 
 __all__ = ["EPOCHS_LARGE", "EPOCHS_SMALL", "LARGEVIS_AFFINITIES", "LARGEVIS_PARAMETERS",
            "SMALL_UP_TO", "UMAP_AFFINITIES", "UMAP_PARAMETERS", "check_embedding_options",
-           "check_embedding_params", "default_epochs", "parameters_section", "with_table"]
+           "check_embedding_params", "default_epochs"]
 
 # umap-learn's epoch rule (its fit's default): an epoch costs time in proportion to the
 # edges, so large graphs get fewer epochs; their maps still settle, having more
@@ -238,12 +236,6 @@ def _curve(p: Mapping[str, Any]) -> None:
         check_curve(p["spread"], p["min_dist"])
 
 
-def _one_weight(p: Mapping[str, Any]) -> None:
-    if p["beta"] is not None and p["alpha"] is not None:
-        raise ValueError(f"give beta or alpha, not both (got beta={p['beta']!r}, "
-                         f"alpha={p['alpha']!r}): the other follows from the class sizes")
-
-
 def check_embedding_options(table: Mapping[str, Parameter], params: Mapping[str, Any],
                             names: Mapping[str, str] | None = None) -> None:
     """Raise ValueError naming the first parameter that ``table`` or a rule refuses, of
@@ -258,14 +250,10 @@ def check_embedding_options(table: Mapping[str, Parameter], params: Mapping[str,
     names : mapping, optional
         Parameter -> how the messages call it (e.g. a command-line option).
     """
-    names = names or {}
-    for name, row in table.items():
-        value = params[name]
-        if row.accepts is not None and not row.accepts(value):
-            raise ValueError(row.message.format(name=names.get(name, name), value=value))
+    check_table(table, params, names)
     _curve(params)
     check_affinity_params(params["affinities"], params["within_weight"])
-    _one_weight(params)
+    check_one_weight(params)
 
 
 def check_embedding_params(table: Mapping[str, Parameter], params: Mapping[str, Any],
@@ -289,26 +277,4 @@ def check_embedding_params(table: Mapping[str, Parameter], params: Mapping[str, 
                          f"it counts the point itself, so it must be below n = {n}; use "
                          f"n_neighbors ≤ {n - 1} or more points")
     if "perplexity" in params:
-        if params["perplexity"] >= n_neighbors_for(params["perplexity"], n):
-            raise ValueError(f"perplexity={params['perplexity']} is too large for {n} points: "
-                             f"it must be below n − 1 = {n - 1}; use perplexity ≤ "
-                             f"{max(1, (n - 2) // 3)} or more points")
-
-
-def parameters_section(table: Mapping[str, Parameter]) -> str:
-    """The numpydoc "Parameters" section of an estimator, from its ``table``."""
-    lines = ["Parameters", "----------"]
-    for name, row in table.items():
-        lines.append(f"{name} : {row.kind}, {_default_text(row.default)}")
-        lines += textwrap.wrap(row.doc, 88, initial_indent="    ", subsequent_indent="    ",
-                               break_on_hyphens=False, break_long_words=False)
-    return "\n".join(lines)
-
-
-def with_table(docstring: str | None, marker: str,
-               table: Mapping[str, Parameter]) -> str | None:
-    """``docstring`` (dedented) with the line ``marker`` replaced by ``table``'s section."""
-    if docstring is None:  # python -OO drops docstrings
-        return None
-    return inspect.cleandoc(docstring).replace(marker, parameters_section(table))
-
+        check_perplexity(params["perplexity"], n)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..affinities.options import check_affinity_params, n_neighbors_for
-from .parameters import MAX_DIMS, PARAMETERS
+from .parameters import MAX_DIMS, PARAMETERS, check_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import scipy.sparse as sp
 
 __all__ = ["DescribedInput", "check_P", "check_X", "check_feature_names", "check_options",
-           "check_params", "check_perplexity", "threads"]
+           "check_one_weight", "check_params", "check_perplexity", "threads"]
 
 
 def _dims_fit_method(p: Mapping[str, Any]) -> None:
@@ -35,7 +35,8 @@ def _dims_fit_method(p: Mapping[str, Any]) -> None:
         )
 
 
-def _one_weight(p: Mapping[str, Any]) -> None:
+def check_one_weight(p: Mapping[str, Any]) -> None:
+    """Refuse ``beta`` and ``alpha`` together (Eq. 4 gives one from the other)."""
     if p["beta"] is not None and p["alpha"] is not None:
         raise ValueError(f"give beta or alpha, not both (got beta={p['beta']!r}, "
                          f"alpha={p['alpha']!r}): the other follows from the class sizes")
@@ -45,7 +46,7 @@ def _one_weight(p: Mapping[str, Any]) -> None:
 RULES: tuple[Callable[[Mapping[str, Any]], None], ...] = (
     _dims_fit_method,
     lambda p: check_affinity_params(p["affinities"], p["within_weight"]),
-    _one_weight,
+    check_one_weight,
 )
 
 
@@ -63,11 +64,7 @@ def check_options(params: Mapping[str, Any], names: Mapping[str, str] | None = N
         Parameter -> how the messages call it (the command line's option, "--dims" for
         ``n_components``); default the parameter's name.
     """
-    names = names or {}
-    for name, row in PARAMETERS.items():
-        value = params[name]
-        if row.accepts is not None and not row.accepts(value):
-            raise ValueError(row.message.format(name=names.get(name, name), value=value))
+    check_table(PARAMETERS, params, names)
     for rule in RULES:
         rule(params)
 
