@@ -265,6 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 10)")
     p.add_argument("--lisi-perplexity", type=float, default=30.0, metavar="P",
                    help="perplexity of the LISI kernel (default 30; 3P neighbours)")
+    p.add_argument("--scib", action="store_true", help="print the scIB-style table of each "
+                   "--prior as the batch (with the first --complement as the label, if "
+                   "any): batch kNN mixing, iLISI, batch ASW, within-batch 15-NN "
+                   "preservation of the --data features, label homogeneity, cLISI, label "
+                   "ASW, the batch and bio axes and 0.4·batch + 0.6·bio")
+    p.add_argument("--standardize", action="store_true", help="with --scib: scale the "
+                   "--data features as ctsne embed --standardize does before comparing "
+                   "neighbourhoods")
     p.add_argument("--k", default="10:100:10", metavar="SPEC", help="neighbourhood sizes: "
                    "START:STOP:STEP (inclusive), a list 10,30,50, or one number "
                    "(default 10:100:10)")

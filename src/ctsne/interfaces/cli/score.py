@@ -2,7 +2,8 @@
 
 The paper's normalised Laplacian-score curves (``--labels``) and, for a factored-out prior
 and a complementary label, kNN homogeneity, iLISI / cLISI and cross-class agreement
-(``--prior``, ``--complement``), each beside its random-label level.
+(``--prior``, ``--complement``), each beside its random-label level; with ``--scib`` the
+scIB-style table of :func:`ctsne.metrics.integration_score` for each prior as the batch.
 """
 
 from __future__ import annotations
@@ -77,6 +78,47 @@ _INTEGRATION_NOTES = {
 }
 
 
+_SCIB_COLUMNS = (("batch_mixing", "batch kNN"), ("ilisi", "iLISI"), ("batch_asw", "bASW"),
+                 ("preservation", "within-b."), ("label_homogeneity", "label kNN"),
+                 ("clisi", "cLISI"), ("label_asw", "lASW"), ("batch", "batch"),
+                 ("bio", "bio"), ("overall", "overall"))
+
+
+def _input_features(data, emb, args) -> np.ndarray:
+    """The --data features of the embedding's points, without the label columns."""
+    from ..files.features import prepare_features
+
+    used = [*args.labels, *args.prior, *args.complement] + ([args.id] if args.id else [])
+    table = aligned(data, emb, args.data)
+    names = table.matrix_names if table.matrix is not None else list(table.columns)
+    return prepare_features(table, exclude=[c for c in used if c in names],
+                            standardize=args.standardize).X
+
+
+def _scib_rows(name: str, X, Y, column, args) -> list[tuple]:
+    """``(batch, label, embedding, IntegrationScore)`` for each --prior as the batch."""
+    from ...metrics import integration_score
+
+    label = args.complement[0] if args.complement else None
+    return [(pri, label or "-", name,
+             integration_score(X, Y, column(pri), None if label is None else column(label),
+                               k=args.knn, perplexity=args.lisi_perplexity))
+            for pri in args.prior]
+
+
+def _print_scib(rows: list[tuple], args) -> None:
+    print("scIB-style scores (1 best; batch = mean(batch kNN mixing, iLISI), bio = "
+          "mean(within-batch 15-NN preservation, label kNN homogeneity, cLISI), overall "
+          f"= 0.4·batch + 0.6·bio; k={args.knn}, LISI perplexity {args.lisi_perplexity:g}; "
+          "ASW reported, not counted):")
+    width = max(9, *(len(r[2]) for r in rows))
+    print(f"  {'batch':<12}{'label':<12}{'embedding':<{width}}"
+          + "".join(f"{head:>11}" for _, head in _SCIB_COLUMNS))
+    for batch, label, name, res in rows:
+        print(f"  {batch:<12}{label:<12}{name:<{width}}"
+              + "".join(f"{getattr(res, key):>11.3f}" for key, _ in _SCIB_COLUMNS))
+
+
 def score(args: argparse.Namespace) -> int:
     """``ctsne score``: Laplacian-score curves and integration measures of embeddings."""
     from ...metrics import laplacian_score
@@ -89,6 +131,9 @@ def score(args: argparse.Namespace) -> int:
         raise DataError("--plot draws Laplacian score curves; give --labels too")
     if args.knn < 1 or not args.lisi_perplexity > 0:
         raise DataError("--knn must be ≥ 1 and --lisi-perplexity > 0")
+    if args.scib and not (args.prior and args.data):
+        raise DataError("--scib needs --prior (the batch) and --data (the input the map was "
+                        "made from, for the within-batch preservation)")
     check_table_and_plot(args)
     ks = _parse_k(args.k)
     names = args.names or [Path(e).name for e in args.embeddings]
@@ -97,6 +142,7 @@ def score(args: argparse.Namespace) -> int:
     scores: dict[str, dict[str, np.ndarray]] = {lab: {} for lab in args.labels}
     chance: dict[str, float] = {}
     integration: list[tuple] = []
+    scib: list[tuple] = []
     data = read_table(args.data, args.id, args.obsm, args.layer, args.sep) if args.data else None
     for path, name in zip(args.embeddings, names, strict=True):
         emb = read_embedding(path, args.coords)
@@ -121,6 +167,9 @@ def score(args: argparse.Namespace) -> int:
             chance[lab] = float(1.0 - np.sum(_shares(labels) ** 2))
         if args.prior or args.complement:
             integration += _integration_rows(name, emb.matrix, column, args)
+        if args.scib:
+            scib += _scib_rows(name, _input_features(data, emb, args), emb.matrix, column,
+                               args)
     for lab, per in scores.items():
         print(f"Laplacian score of {lab!r} (low: neighbours share it; random labels: "
               f"{chance[lab]:.3f})")
@@ -137,12 +186,19 @@ def score(args: argparse.Namespace) -> int:
             for lab, _, _, value, metric, rand in rows:
                 print(f"  {_INTEGRATION_NOTES[metric]:<44}{lab:<24}{value:>8.3f}"
                       f"{rand:>9.3f}")
+    if scib:
+        _print_scib(scib, args)
     if args.output:
         rows = [(lab, n, k, v[j]) for lab, per in scores.items() for n, v in per.items()
                 for j, k in enumerate(ks)]
         keys = ("label", "embedding", "k", "score")
-        if integration:
-            rows = [(*r, "laplacian", chance[r[0]]) for r in rows] + integration
+        # each scIB component is a row of its own: metric "scib_<component>"
+        extra = integration + [(batch if label == "-" else f"{label} across {batch}", n,
+                                args.knn, float(getattr(res, key)), f"scib_{key}",
+                                float("nan"))
+                               for batch, label, n, res in scib for key, _ in _SCIB_COLUMNS]
+        if extra:
+            rows = [(*r, "laplacian", chance[r[0]]) for r in rows] + extra
             keys += ("metric", "random")
         cols = dict(zip(keys, map(np.asarray, zip(*rows, strict=True)), strict=True))
         write_columns(args.output, cols, args.force)
