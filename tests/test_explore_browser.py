@@ -140,7 +140,7 @@ def test_select_rank_factor_out_and_linked_selection(driver, tmp_path):
     Y0 = X[:, [0, 1]]
     handle = explore(X, data={"g": np.array([f"g{v}" for v in g])}, embedding=Y0,
                      out_dir=tmp_path / "out", perplexity=15, n_iter=150,
-                     early_exaggeration_iter=60, random_state=0)
+                     early_exaggeration_iter=60, random_state=0, backend="webgl")
     try:
         d.get(handle.url)
         _wait(d, f"return window.Bokeh && Bokeh.documents.length > 0 && "
@@ -187,7 +187,7 @@ def test_select_rank_factor_out_and_linked_selection(driver, tmp_path):
               "live progress")
         _wait(d, f"return {_MODEL}('history').options.length == 2", 120, "the second map")
         assert d.execute_script(f"return {_MODEL}('fig_map_a').visible")
-        assert "prior g" in d.execute_script(f"return {_MODEL}('fig_map_b').title.text")
+        assert "prior g" in d.execute_script(f"return {_MODEL}('title_b').text")
         Y1 = handle.explorer.session.steps[1].embedding
         assert handle.explorer.session.steps[1].prior == ["g"]
 
@@ -397,37 +397,117 @@ def _wheel(d, fig, dy):
         ScrollOrigin.from_viewport(int(x + w / 2), int(y + h / 2)), 0, dy).perform()
 
 
-def test_page_fits_its_controls_and_draws_equal_scale_maps(driver, tmp_path):
-    """Issue 22, item 3: at 1280×800 and 1600×1000 the export buttons do not overlap
-    ("PARQUET" was drawn under "PNG") and each map is drawn at equal scale, framed to its
-    own points. Screenshots: /tmp/ctsne-explore-1280x800.png, -1600x1000.png."""
+def _controls(d):
+    """[name, left, top, right, bottom] of every visible named widget and table of the
+    page, and the page's [scrollWidth, clientWidth]."""
+    return d.execute_script("""
+        const doc = Bokeh.documents[0], out = [];
+        for (const m of doc.all_models) {
+            if (!m.name || !("visible" in m) || !m.visible) continue;
+            if (!["Button", "Select", "MultiChoice", "Spinner", "Checkbox", "DataTable",
+                  "Div"].includes(m.type)) continue;
+            const v = Bokeh.index.find_one(m);
+            if (v == null || v.el == null) continue;
+            const r = v.el.getBoundingClientRect();
+            if (r.width === 0 && r.height === 0) continue;   // inside a hidden layout
+            out.push([m.name, r.left, r.top, r.right, r.bottom]);
+        }
+        const e = document.documentElement;
+        return [out, [e.scrollWidth, e.clientWidth]];""")
+
+
+def _hover_at(d, fig, point):
+    """Move the pointer onto data ``point`` of ``fig``; returns the pointer's viewport
+    position and the hover tool's entries then, [[index, [indices hit]], ...]
+    (``_current_entries``, kept by BokehJS for tests)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    (x, y), = _screen(d, fig, [point])
+    x, y = int(round(x)), int(round(y))
+    chain = ActionChains(d, duration=20)
+    chain.w3c_actions.pointer_action.move_to_location(x + 3, y + 3)
+    chain.w3c_actions.pointer_action.move_to_location(x, y)
+    chain.perform()
+    time.sleep(0.3)
+    return (x, y), d.execute_script(f"""
+        const v = Bokeh.index.find_one({_MODEL}(arguments[0]));
+        const h = [...v.tool_views.values()].find(t => t.model.type === 'HoverTool');
+        return h._current_entries.map(e => [e.vars.index, Array.from(e.vars.indices)]);""",
+                                    fig)
+
+
+def test_page_fits_the_window_and_hover_shows_one_point(driver, tmp_path):
+    """Issue 22, items 3, 4, 7: at 1280×800 and 1920×1080 the page has no horizontal
+    scroll and every control lies inside the window; the export buttons do not overlap
+    ("PARQUET" was drawn under "PNG"); no map tool is pushed into the toolbar's overflow
+    menu, also under a long title; each map is drawn at equal scale, framed to its own
+    points, and wider at 1920 (the maps take the space). Hovering over 25 points stacked
+    on one spot shows one tooltip (the nearest point), not 25. Screenshots:
+    /tmp/ctsne-explore-1280x800.png, -1920x1080.png."""
+    from ctsne.interfaces.explorer.controller import available_exports
     from ctsne.interfaces.explorer.session import Step
 
     d = driver
     X, g = _data()
-    Y0 = X[:, [0, 1]]  # wide: x spans ~20, y ~6
+    Y0 = X[:, [0, 1]].copy()  # wide: x spans ~20, y ~6
+    # a stack of 25 points within a pixel or two: 0 and 20 at its two ends
+    Y0[:25] = Y0[25] + np.random.default_rng(5).normal(scale=0.015, size=(25, 2))
+    Y0[0], Y0[20] = Y0[25] + [0.05, 0], Y0[25] - [0.05, 0]
     Y1 = np.c_[X[:, 1] * 40 + 500, X[:, 0]]  # another map, elsewhere and much wider
-    handle = explore(X, data={"g": np.array([f"g{v}" for v in g])}, embedding=Y0,
-                     out_dir=tmp_path / "out")
-    handle.explorer.session.add_step(Step(["g"], 0.01, Y1, parent=0))
-    buttons = [f"export_{k}" for k in ("csv", "parquet", "png", "svg", "json")]
+    long = "a_rather_long_label_column_name_that_fills_the_title"
+    data = {"g": np.array([f"g{v}" for v in g]), long: np.array([f"v{v % 2}" for v in g])}
+    handle = explore(X, data=data, embedding=Y0, out_dir=tmp_path / "out")
+    handle.explorer.session.add_step(Step(["g", long], 0.01, Y1, parent=0, complete=False))
+    buttons = [f"export_{k}" for k in available_exports()]
+    widths = {}
     try:
-        for width, height in ((1280, 800), (1600, 1000)):
+        for width, height in ((1280, 800), (1920, 1080)):
             _viewport(d, width, height)
             _open(d, handle.url)
             path = f"/tmp/ctsne-explore-{width}x{height}.png"
             d.save_screenshot(path)
+            controls, (scroll_w, client_w) = _controls(d)
+            assert scroll_w <= client_w, f"horizontal scroll at {width}×{height}"
+            names = {c[0] for c in controls}
+            assert {"factor_out", "prior", "ranking", "history", "color", "method",
+                    "backend", *buttons} <= names, names
+            for name, left, top, right, bottom in controls:
+                assert left >= 0 and top >= 0 and right <= width + 0.5 \
+                    and bottom <= height + 0.5, (name, left, top, right, bottom, width)
             rects = _rects(d, buttons)
             for k in range(len(buttons) - 1):  # left to right, none over the next
                 assert rects[k][2] <= rects[k + 1][0], \
                     f"{buttons[k]} overlaps {buttons[k + 1]} at {width}×{height}: {rects}"
             for name, r in zip(buttons, rects, strict=True):
                 assert r[4] <= r[5], f"the label of {name} is cut at {width}×{height}"
+            title, clipped = d.execute_script(f"""
+                const m = {_MODEL}('title_b'), v = Bokeh.index.find_one(m);
+                const e = [...v.shadow_el.querySelectorAll('*')].filter(
+                    x => x.scrollHeight > x.clientHeight + 1 || x.scrollWidth > x.clientWidth + 1);
+                return [m.text, e.length];""")
+            assert "(cancelled)" in title and long in title and clipped == 0
             for fig, cols in (("fig_map_a", ("xa", "ya")), ("fig_map_b", ("xb", "yb"))):
                 frame = _frame(d, fig)
                 assert _equal_scale(frame), (fig, frame)
                 assert _framed(frame, _drawn(d, *cols)), (fig, frame)
+                assert d.execute_script(f"""
+                    const walk = (v, out) => {{ if (v.model.type === 'Toolbar') out.push(v);
+                        for (const c of (v.children ? v.children() : [])) walk(c, out);
+                        return out; }};
+                    const t = walk(Bokeh.index.find_one({_MODEL}(arguments[0])), [])[0];
+                    return t._overflow_menu.items.length""", fig) == 0, fig
+            widths[width] = _frame(d, "fig_map_b")[4]
+            # hover on the stack: one entry, the point nearest the pointer (computed here
+            # from the points' screen positions), not the first index hit
+            (px, py), entries = _hover_at(d, "fig_map_a", Y0[20])
+            assert len(entries) == 1 and len(entries[0][1]) >= 8, entries
+            hit = sorted(entries[0][1])
+            dist = np.hypot(*(np.array(_screen(d, "fig_map_a", Y0[hit])) - [px, py]).T)
+            chosen = dist[hit.index(entries[0][0])]
+            # (and the first point hit, which a plain limit of one would show, is farther)
+            assert chosen <= dist.min() + 0.05 and dist[0] > dist.min() + 0.3, (entries, dist)
             assert _severe(d) == []
+        assert widths[1920] > widths[1280] + 250, widths  # the maps stretch
     finally:
         d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         handle.stop()

@@ -74,9 +74,11 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *,
             embedding: np.ndarray | None = None, ids=None,
             feature_names: Sequence[str] | None = None, session: str | None = None,
             out_dir: str = "ctsne-explore", port: int | None = None,
-            open_browser: bool = False, backend: str = "webgl",
-            max_points: int = 200_000, **params) -> ExploreHandle:
-    """Serve the exploration page for ``X`` and return its handle.
+            open_browser: bool = False, backend: str = "auto",
+            max_points: int = 200_000, method: str = "tsne", **params) -> ExploreHandle:
+    """Serve the exploration page for ``X`` and return its handle (at once: without
+    ``embedding`` or ``session`` the first map is computed in the background while the
+    page shows its progress).
 
     Parameters
     ----------
@@ -102,12 +104,18 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *,
     port : int, optional
         Default: a free port on 127.0.0.1.
     open_browser : bool
-    backend : {"webgl", "canvas"}
+    backend : {"auto", "webgl", "canvas"}
         How the browser draws the maps: WebGL (fast with a GPU) or the 2-D canvas (faster
-        where WebGL falls back to software rendering, as in headless browsers).
+        where WebGL falls back to software rendering, as in headless browsers). "auto"
+        starts with the canvas and switches to WebGL where the browser reports a
+        hardware WebGL renderer; the page has a switch either way.
     max_points : int
         Above this many points the browser draws a fixed random subsample; box and lasso
         selections still take every point inside (computed here from their outline).
+    method : {"tsne", "umap", "largevis"}
+        The method of the first map and the page's default for the next ones: ct-SNE,
+        conditional UMAP (:class:`~ctsne.ConditionalUMAP`) or conditional LargeVis
+        (:class:`~ctsne.ConditionalLargeVis`); the page can change it at every step.
     **params
         Further :class:`~ctsne.ConditionalTSNE` parameters (perplexity, n_iter, …).
     """
@@ -126,22 +134,25 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *,
     model = ConditionalTSNE(beta=beta, **params)
     return serve(s, model, priors, beta, embedding=embedding, session=session,
                  out_dir=out_dir, port=port, open_browser=open_browser, backend=backend,
-                 max_points=max_points)
+                 max_points=max_points, method=method)
 
 
 def serve(s, model, priors: Sequence[str] = (), beta: float = DEFAULT_BETA, *, embedding=None,
           session=None, out_dir="ctsne-explore", port: int | None = None,
-          open_browser: bool = False, backend: str = "webgl",
-          max_points: int = 200_000) -> ExploreHandle:
-    """Give the session ``s`` its first map (saved ``session`` steps, a given ``embedding``
-    or a fit of ``model`` with ``priors``) and serve it; see :func:`explore`."""
+          open_browser: bool = False, backend: str = "auto",
+          max_points: int = 200_000, method: str = "tsne") -> ExploreHandle:
+    """Give the session ``s`` its first map (saved ``session`` steps, a given ``embedding``,
+    or a fit of ``method`` with ``priors`` started in the background) and serve it; see
+    :func:`explore`."""
     require_bokeh()
     from .app import BACKENDS, make_document
     from .controller import Explorer
+    from .methods import check_method
     from .server import ExploreServer
     from .session import Step
 
     priors = list(priors)
+    check_method(method)
     if backend not in BACKENDS:  # before any fit
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if max_points < 1:
@@ -153,11 +164,9 @@ def serve(s, model, priors: Sequence[str] = (), beta: float = DEFAULT_BETA, *, e
         if Y.shape != (s.n, 2) or not np.all(np.isfinite(Y)):
             raise ValueError(f"the first map must be a finite ({s.n}, 2) array, got {Y.shape}")
         s.add_step(Step(priors, beta if priors else 1.0, Y))
-    if not s.steps:
-        model.fit(s.X, s.prior_arrays(priors))
-        s.add_step(Step(priors, beta if priors else 1.0, model.embedding_.copy(),
-                        model.kl_divergence_, n_iter=model.n_iter_))
-    explorer = Explorer(s, model, out_dir)
+    explorer = Explorer(s, model, out_dir, method=method)
+    if not s.steps:  # served at once; the page shows the progress
+        explorer.start_first(priors, beta, method)
     server = ExploreServer(make_document(explorer, backend, max_points), port=port).start()
     if open_browser:
         webbrowser.open(server.url)

@@ -31,12 +31,51 @@ def xy(Y: np.ndarray, which: str) -> dict:
     return {f"x{which}": Y[:, 0].astype(np.float32), f"y{which}": Y[:, 1].astype(np.float32)}
 
 
+MISSING = "(missing)"
+
+
+def _natural_key(text: str) -> tuple:
+    """Sort key that reads the digits in a text as a number (c2 before c10)."""
+    import re
+
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
+                 for p in re.split(r"(\d+)", text) if p)
+
+
+def _order(names: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The display order of text levels: by number when they all read as numbers, in
+    natural order when each holds a number (c0, c1, …, c10; q1 … q5), else the most
+    frequent first (not alphabetically: "medium, thick, thin" says nothing); missing
+    values last. (Numbered: all but one level hold a digit; that one goes last.)"""
+    def number(t):
+        try:
+            return float(t)
+        except ValueError:
+            return None
+
+    present = [k for k, t in enumerate(names) if t != MISSING]
+    nums = [number(names[k]) for k in present]
+    if all(v is not None for v in nums):
+        order = [k for _, k in sorted(zip(nums, present, strict=True))]
+    elif sum(not any(ch.isdigit() for ch in names[k]) for k in present) <= 1 < len(present):
+        # numbered levels (c0 … c10, q1 … q5), and at most one other (DBSCAN's noise) last
+        order = sorted(present, key=lambda k: (not any(ch.isdigit() for ch in names[k]),
+                                               _natural_key(names[k])))
+    else:
+        order = sorted(present, key=lambda k: (-counts[k], _natural_key(names[k])))
+    return np.array(order + [k for k, t in enumerate(names) if t == MISSING], dtype=np.int64)
+
+
 def levels(values: np.ndarray) -> tuple[np.ndarray, list] | None:
-    """(codes, levels) for a categorical column, None for a continuous one."""
+    """(codes, levels) for a categorical column, None for a continuous one; levels in
+    display order (:func:`_order`; numbers ascending)."""
     if values.dtype == object:
-        text = np.array(["(missing)" if v is None else str(v) for v in values])
+        text = np.array([MISSING if v is None else str(v) for v in values])
         lv, codes = np.unique(text, return_inverse=True)
-        return codes, list(lv)
+        order = _order(lv, np.bincount(codes, minlength=len(lv)))
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        return rank[codes], [str(lv[k]) for k in order]
     finite = np.isfinite(values)
     lv = np.unique(values[finite])
     if len(lv) > MAX_PRIOR_LEVELS:
@@ -75,13 +114,21 @@ def columns_html(features: Sequence[str], labels: Sequence[str]) -> str:
             f"marker, hover; any column can be a prior): {_names(labels)}")
 
 
-def progress_html(iteration: int, total: int, kl: float | None) -> str:
-    """A progress bar with "iteration i / total, KL …"."""
-    pct = 100.0 * iteration / max(total, 1)
+def progress_html(iteration: int, total: int | None, kl: float | None,
+                  phase: str | None = None, seconds: float | None = None) -> str:
+    """A progress bar with "iteration i / total, KL …", or, before the first iteration
+    (``phase``: the affinities being built, a graph method that reports no iterations),
+    the phase and the seconds elapsed."""
     extra = "" if kl is None else f", KL {kl:.4f}"
-    return (f'<div style="width:320px;border:1px solid #999;height:10px">'
+    clock = "" if seconds is None else f" ({seconds:.0f} s)"
+    if iteration == 0 and phase:
+        pct, text = 0.0, f"{html.escape(phase)} …{clock}"
+    else:
+        pct = 100.0 * iteration / max(total or iteration, 1)
+        text = f"iteration {iteration} / {total if total else '?'}{extra}{clock}"
+    return (f'<div style="width:100%;max-width:320px;border:1px solid #999;height:10px">'
             f'<div style="width:{pct:.0f}%;background:#3a7;height:10px"></div></div>'
-            f"iteration {iteration} / {total}{extra}")
+            f"{text}")
 
 
 def legend_table():
@@ -115,9 +162,9 @@ def ranking_table():
     source = ColumnDataSource(ranking_columns(None), name="ranking_source")
     fmt = NumberFormatter(format="+0.000")
     return source, DataTable(source=source, name="ranking", height=260, width=330,
-                             index_position=None, columns=[
+                             index_position=None, autosize_mode="fit_columns", columns=[
                                  TableColumn(field="rank", title="#", width=30),
-                                 TableColumn(field="feature", title="feature"),
+                                 TableColumn(field="feature", title="feature", width=110),
                                  TableColumn(field="weight", title="weight", formatter=fmt,
                                              width=70),
                                  TableColumn(field="mean_difference", title="Δmean (sd)",

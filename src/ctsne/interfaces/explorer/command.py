@@ -61,12 +61,33 @@ def label_like(values: np.ndarray) -> bool:
     return 2 <= len(counts) <= LABEL_MAX_LEVELS and counts.min() >= LABEL_MIN_SHARE * len(v)
 
 
+def _coordinates(path: str):
+    """The embedding in ``path``: ``ctsne1``, ``ctsne2`` (as ``ctsne embed`` and the
+    page's CSV/Parquet export write them), else the last ``step{k}_1``/``step{k}_2`` pair
+    (an export of an older page)."""
+    from ..files.formats import DataError
+    from ..files.tables import read_embedding, read_table
+
+    try:
+        return read_embedding(path)
+    except DataError as exc:
+        if "ctsne1" not in str(exc):
+            raise
+    cols = read_table(path).columns
+    steps = sorted(int(c[4:-2]) for c in cols if c.startswith("step") and c.endswith("_1")
+                   and c[4:-2].isdigit() and f"step{c[4:-2]}_2" in cols)
+    if not steps:
+        raise DataError(f"{path}: no coordinate columns; explore --embedding reads ctsne1, "
+                        "ctsne2 (written by ctsne embed and by the page's CSV export) or "
+                        "step<k>_1, step<k>_2") from None
+    return read_embedding(path, coords=[f"step{steps[-1]}_1", f"step{steps[-1]}_2"])
+
+
 def _first_map(path: str, ids: np.ndarray) -> np.ndarray:
     """The first two coordinates of an embedding file, in the order of ``ids``."""
     from ..files.formats import DataError
-    from ..files.tables import read_embedding
 
-    emb = read_embedding(path)
+    emb = _coordinates(path)
     if emb.matrix.shape[1] < 2:
         raise DataError(f"{path}: the embedding has {emb.matrix.shape[1]} coordinate(s); "
                         "explore needs 2")
@@ -141,14 +162,17 @@ def start(args):
     return serve(session, model, args.prior, **beta, embedding=first,
                  session=args.session, out_dir=args.out, port=args.port,
                  open_browser=not args.no_browser, backend=args.backend,
-                 max_points=args.max_points)
+                 max_points=args.max_points, method=getattr(args, "algorithm", "tsne"))
 
 
 def run(args) -> int:
     """Serve the page (:func:`start`) and wait for Ctrl-C."""
     handle = start(args)
-    print(f"ctsne explore: serving {handle.explorer.session.n} points at\n\n    {handle.url}"
-          f"\n\nexports go to {args.out}/; Ctrl-C stops the server", flush=True)
+    first = "" if handle.explorer.session.steps else \
+        " (the first map is computed meanwhile; the page shows its progress)"
+    print(f"ctsne explore: serving {handle.explorer.session.n} points{first} at\n\n    "
+          f"{handle.url}\n\nexports go to {args.out}/ and download in the browser; Ctrl-C "
+          "stops the server", flush=True)
     try:
         while True:
             time.sleep(3600)

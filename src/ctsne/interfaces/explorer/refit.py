@@ -19,7 +19,8 @@ import weakref
 
 import numpy as np
 
-__all__ = ["SharedAffinities", "fit_sharing_affinities", "shared_affinities", "RefitJob"]
+__all__ = ["SharedAffinities", "fit_sharing_affinities", "shared_affinities", "MapJob",
+           "RefitJob", "FirstMapJob"]
 
 
 class SharedAffinities:
@@ -139,27 +140,36 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
     return model
 
 
-class RefitJob:
-    """One background ct-SNE run: progress, latest map, cancel.
+class MapJob:
+    """One background run that makes a map: phase, progress, latest map, cancel.
 
     Parameters
     ----------
-    base, X, prior, beta
-        As for :func:`fit_sharing_affinities`.
+    fit : callable(callbacks, every) -> fitted estimator
+        Runs the fit in the job's thread; ``callbacks`` (a list with the job's reporter,
+        called as ``(iteration, kl, Y)``, a True return stops the run) and ``every``
+        (iterations between reports) go to estimators that take them.
+    total : int or None
+        Iterations the run will make (None: not known, e.g. a graph embedding).
+    phase : str
+        What runs until the first report (e.g. the affinities being built).
     every : int
         Iterations between progress reports (and live map updates).
 
     Attributes (read from the page's thread; each is replaced whole, never mutated)
     ----------
-    iteration, total : int
+    phase : str
+    iteration : int
+    total : int or None
     kl : float or None
     embedding : ndarray (n, 2) or None
         A copy of the map at the last report.
     model : the fitted model once done; ``error`` : str if the run failed.
     """
 
-    def __init__(self, base, X, prior, beta: float, every: int = 10):
-        self.total = int(base.early_exaggeration_iter + base.n_iter)
+    def __init__(self, fit, total: int | None, phase: str = "starting", every: int = 10):
+        self.total = total
+        self.phase = phase
         self.iteration = 0
         self.kl: float | None = None
         self.embedding: np.ndarray | None = None
@@ -169,10 +179,11 @@ class RefitJob:
         self.started = time.perf_counter()
         self.seconds = 0.0
         self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._work, args=(base, X, prior, beta, every),
-                                        name="ctsne-refit", daemon=True)
+        self._thread = threading.Thread(target=self._work, args=(fit, every),
+                                        name="ctsne-map", daemon=True)
 
-    def start(self) -> RefitJob:
+    def start(self):
+        self.started = time.perf_counter()
         self._thread.start()
         return self
 
@@ -184,6 +195,11 @@ class RefitJob:
     def done(self) -> bool:
         return not self._thread.is_alive() and (self.model is not None or self.error is not None)
 
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the start (the run's time once done)."""
+        return self.seconds if self.done else time.perf_counter() - self.started
+
     def wait(self, timeout: float | None = None) -> bool:
         self._thread.join(timeout)
         return self.done
@@ -192,17 +208,74 @@ class RefitJob:
         self.embedding = Y.copy()
         self.kl = float(kl)
         self.iteration = int(iteration)
+        self.phase = "optimising"
         return self._cancel.is_set()
 
-    def _work(self, base, X, prior, beta, every) -> None:
+    def _work(self, fit, every) -> None:
         try:
-            model = fit_sharing_affinities(base, X, prior, beta, callbacks=[self._report],
-                                           callbacks_every_iters=every)
+            model = fit([self._report], every)
             self.cancelled = self._cancel.is_set()
-            self.embedding = model.embedding_.copy()
-            self.kl = model.kl_divergence_
-            self.iteration = model.n_iter_
+            self.embedding = np.asarray(model.embedding_, dtype=np.float64).copy()
+            self.kl = getattr(model, "kl_divergence_", None)
+            self.iteration = int(getattr(model, "n_iter_", getattr(model, "n_epochs_", 0)))
+            if self.total is None:
+                self.total = self.iteration
             self.seconds = time.perf_counter() - self.started
+            self.phase = "done"
             self.model = model
         except Exception as exc:  # shown on the page; the session goes on
+            self.seconds = time.perf_counter() - self.started
             self.error = f"{type(exc).__name__}: {exc}"
+
+
+def _needs_affinities(base, X: np.ndarray) -> bool:
+    """Whether a refit of ``base`` must first build the shared P (no ``P_``, none kept)."""
+    if getattr(base, "P_", None) is not None:
+        return False
+    shared = _SHARED.get(base)
+    return shared is None or shared.P.shape[0] != len(X)
+
+
+class RefitJob(MapJob):
+    """:func:`fit_sharing_affinities` in a background thread (see :class:`MapJob`).
+
+    Parameters
+    ----------
+    base, X, prior, beta
+        As for :func:`fit_sharing_affinities`; the shared P, if not yet computed, is
+        built in the job's thread (the ``phase`` says so), never in the caller's.
+    every : int
+        Iterations between progress reports (and live map updates).
+    """
+
+    def __init__(self, base, X, prior, beta: float, every: int = 10):
+        def fit(callbacks, every):
+            return fit_sharing_affinities(base, X, prior, beta, callbacks=callbacks,
+                                          callbacks_every_iters=every)
+
+        phase = ("building the affinities P (once for the session)"
+                 if _needs_affinities(base, X) else "starting")
+        super().__init__(fit, int(base.early_exaggeration_iter + base.n_iter), phase, every)
+
+
+class FirstMapJob(MapJob):
+    """The session's first map: ``model.fit(X, prior)`` in a background thread, so the
+    page is served (and shows this progress) while it runs. The fit is the same call as
+    in the foreground, with the job's reporter as ``callbacks`` (restored afterwards);
+    ``model`` then holds the ``P_`` that later steps share.
+    """
+
+    def __init__(self, model, X, prior, every: int = 10):
+        def fit(callbacks, every):
+            old = model.get_params()
+            model.set_params(callbacks=callbacks, callbacks_every_iters=every)
+            try:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message="optimisation interrupted")
+                    return model.fit(X, prior)
+            finally:
+                model.set_params(callbacks=old["callbacks"],
+                                 callbacks_every_iters=old["callbacks_every_iters"])
+
+        super().__init__(fit, int(model.early_exaggeration_iter + model.n_iter),
+                         "neighbours and affinities P", every)

@@ -52,6 +52,8 @@ class Step:
         Ranking of ``selection``.
     n_iter : int
         Iterations run (0 for a loaded map); ``complete`` is False when cancelled.
+    method : {"tsne", "umap", "largevis"}
+        What made the map (:mod:`ctsne.interfaces.explorer.methods`).
     """
 
     prior: list[str]
@@ -63,13 +65,18 @@ class Step:
     ranking: object = None
     n_iter: int = 0
     complete: bool = True
+    method: str = "tsne"
 
     @property
     def title(self) -> str:
-        if not self.prior:
-            return "t-SNE"
-        return f"ct-SNE, prior {' & '.join(self.prior)}, β'={self.beta:g}" + (
+        from .methods import method_title
+
+        # "(cancelled)" next to the method, where a long prior cannot push it out of view
+        name = method_title(self.method, bool(self.prior)) + (
             "" if self.complete else " (cancelled)")
+        if self.prior:
+            name += f", prior {' & '.join(self.prior)}, β'={self.beta:g}"
+        return name
 
 
 def prior_labels(values: np.ndarray) -> np.ndarray:
@@ -285,7 +292,7 @@ class Session:
             r = s.ranking
             steps.append({
                 "prior": list(s.prior), "beta": s.beta, "kl": s.kl, "parent": s.parent,
-                "n_iter": s.n_iter, "complete": s.complete,
+                "n_iter": s.n_iter, "complete": s.complete, "method": s.method,
                 "selection": [int(i) for i in s.selection],
                 "ranking": None if r is None else {
                     "features": list(r.feature_names), "weights": [float(w) for w in r.weights],
@@ -349,13 +356,19 @@ class Session:
                 raise ValueError(f"{where}: a map has shape {Y.shape}, expected ({self.n}, 2)")
             steps.append(Step(list(s["prior"]), float(s["beta"]), Y, s.get("kl"),
                               s.get("parent"), np.array(s["selection"], dtype=np.int64),
-                              ranking, int(s.get("n_iter", 0)), bool(s.get("complete", True))))
+                              ranking, int(s.get("n_iter", 0)), bool(s.get("complete", True)),
+                              str(s.get("method", "tsne"))))
         self.steps = steps
 
     # ------------------------------------------------------------------ export
-    def embeddings_table(self) -> dict[str, np.ndarray]:
-        """Columns ``id``, then ``step{k}_1``/``step{k}_2`` per step, then the labels."""
+    def embeddings_table(self, shown: int | None = None) -> dict[str, np.ndarray]:
+        """Columns ``id``, ``ctsne1``/``ctsne2`` (the map of step ``shown``, default the
+        last: what ``ctsne explore --embedding`` and ``ctsne score`` read), then
+        ``step{k}_1``/``step{k}_2`` per step, then the labels."""
         cols: dict[str, np.ndarray] = {"id": self.ids}
+        if self.steps:
+            Y = self.steps[len(self.steps) - 1 if shown is None else shown].embedding
+            cols["ctsne1"], cols["ctsne2"] = Y[:, 0], Y[:, 1]
         for k, s in enumerate(self.steps):
             cols[f"step{k}_1"], cols[f"step{k}_2"] = s.embedding[:, 0], s.embedding[:, 1]
         for name, col in self.labels.items():
