@@ -11,6 +11,9 @@ A process killed outright (SIGKILL, a power cut) cannot remove its temporary fil
 next write to the same target removes those of that target that have not changed for
 :data:`STALE_AFTER_S` (:func:`remove_stale`).
 
+:func:`interruption_point` marks the points where the test suite interrupts a command
+(test-only; it does nothing unless :data:`TEST_SIGINT_VARIABLE` is set).
+
 It sits below every stage because figures (:func:`ctsne.plotting.save_figure`) are
 written this way as well as the command line's tables and models
 (:mod:`ctsne.interfaces.files.writing`, which re-exports it).
@@ -23,12 +26,14 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["DataError", "STALE_AFTER_S", "atomic_path", "check_writable", "forget_finished",
-           "listing", "remove_stale", "remove_unfinished", "track_outputs"]
+__all__ = ["DataError", "STALE_AFTER_S", "TEST_SIGINT_VARIABLE", "atomic_path", "check_writable",
+           "forget_finished", "interruption_point", "listing", "remove_stale",
+           "remove_unfinished", "track_outputs"]
 
 # A temporary file of a target (being written, a replaced file kept until the command
 # ends, a writability probe) whose inode has not changed for this long belongs to a
@@ -39,6 +44,38 @@ __all__ = ["DataError", "STALE_AFTER_S", "atomic_path", "check_writable", "forge
 STALE_AFTER_S = 3600.0
 # The random part of the temporary names: 8 characters of this set (tempfile's).
 _RANDOM = "[a-z0-9_]{8}"
+
+
+# Test-only: the environment variable naming the points at which a process interrupts
+# itself (interruption_point); the test suite's SIGINT matrix sets it, nothing else does.
+TEST_SIGINT_VARIABLE = "CTSNE_TEST_SIGINT"
+# The variable's value last read, and the points of it not reached yet.
+_SIGINT_PLAN: list = [None, []]
+
+
+def interruption_point(name: str) -> None:
+    """Test-only: a named point of a command where the test suite may press Ctrl-C.
+
+    :data:`TEST_SIGINT_VARIABLE` holds a comma-separated list of point names. Each time
+    the process reaches the first name left in the list, it sends itself one SIGINT
+    (handled before this function returns) and drops that name; a name listed twice in
+    a row sends two, one after the other. Unset (as everywhere outside the tests), the
+    call costs one environment look-up. The points are named where they are called: a
+    stage ("reading"), a progress report ("neighbours", "optimisation 15": after its
+    15th step) or an output file ("emb.csv writing", "emb.csv replacing",
+    "emb.csv written").
+    """
+    raw = os.environ.get(TEST_SIGINT_VARIABLE)
+    if not raw:
+        return
+    if raw != _SIGINT_PLAN[0]:
+        _SIGINT_PLAN[:] = [raw, [p.strip() for p in raw.split(",") if p.strip()]]
+    left = _SIGINT_PLAN[1]
+    while left and left[0] == name:
+        left.pop(0)
+        # raise_signal runs the Python handler before it returns: two in a row are two
+        # presses, never merged into one
+        signal.raise_signal(signal.SIGINT)
 
 
 class DataError(ValueError):
@@ -157,9 +194,12 @@ def check_writable(path: str | os.PathLike, force: bool = False) -> Path:
     return path
 
 
-# (temporary, final, backup) of the files being written now: an abort (double Ctrl-C,
-# which ends the process without unwinding) removes them, see remove_unfinished
-_WRITING: set[tuple[str, str, str | None]] = set()
+# (temporary, final, backup, inode) of the files being written now: an abort (double
+# Ctrl-C, which ends the process without unwinding) removes them, see remove_unfinished.
+# The inode is the temporary file's, noted just before it is moved onto the final path:
+# the final path then holding that inode is what says the move happened (a missing
+# temporary file does not: an abort may have removed it before)
+_WRITING: set[tuple[str, str, str | None, int | None]] = set()
 # (final, backup) of the files atomic_path has completed since the last forget_finished(),
 # while a command tracks its outputs (track_outputs); kept here, not by the caller, so that
 # no moment exists where a finished file is in neither list
@@ -186,22 +226,42 @@ def track_outputs() -> Iterator[None]:
             forget_finished()
 
 
+# Copies of replaced files that are no longer needed (their command committed), until
+# they are removed: an abort in the meantime removes them too.
+_DROPPING: list[str] = []
+
+
 def forget_finished() -> None:
     """Keep the files written so far: a later :func:`remove_unfinished` leaves them (and
     the copies of the files they replaced are removed)."""
-    while _FINISHED:
-        _, backup = _FINISHED.pop()
-        if backup is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(backup)
+    _DROPPING.extend(backup for _, backup in _FINISHED if backup is not None)
+    # the commit, in one step: an abort before it undoes every file, one after it none
+    # (never some of them)
+    _FINISHED.clear()
+    for backup in list(_DROPPING):
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
+        _DROPPING.remove(backup)
 
 
 def _undo(final: str, backup: str | None) -> None:
     with contextlib.suppress(OSError):
-        if backup is not None:
-            os.replace(backup, final)  # the user's previous file, as it was
-        else:
+        if backup is None:
             os.unlink(final)
+        elif os.path.exists(final) and os.path.samefile(backup, final):
+            # the new file never arrived (the link still names the user's file), and a
+            # rename between two links of one file does nothing: drop the link
+            os.unlink(backup)
+        else:
+            os.replace(backup, final)  # the user's previous file, as it was
+
+
+def _moved(final: str, inode: int | None) -> bool:
+    """Whether the temporary file noted with ``inode`` is now at ``final``."""
+    try:
+        return inode is not None and os.stat(final).st_ino == inode
+    except OSError:
+        return False
 
 
 def remove_unfinished() -> None:
@@ -212,20 +272,23 @@ def remove_unfinished() -> None:
     where it replaced an existing file, that file is put back: the user's files end as
     they were before the command.
     """
-    for name in list(_TRANSIENT):
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-    for tmp, final, backup in list(_WRITING):
-        if os.path.exists(tmp):
+    for tmp, final, backup, inode in list(_WRITING):
+        if _moved(final, inode):
+            _undo(final, backup)
+        else:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if backup is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(backup)  # the final path still holds the old file
-        else:
-            _undo(final, backup)
+    for name in list(_TRANSIENT):
+        with contextlib.suppress(OSError):
+            os.unlink(name)
     for final, backup in reversed(_FINISHED):
         _undo(final, backup)
+    for backup in _DROPPING:  # after the undoing: a copy listed in both was put back
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
 
 
 def _keep_old(path: Path) -> contextlib.AbstractContextManager[str | None]:
@@ -245,6 +308,15 @@ def _keep_old(path: Path) -> contextlib.AbstractContextManager[str | None]:
             shutil.copystat(path, name)
 
     return _transient_file(path.parent, f".{path.name}.", ".old", link)
+
+
+def _swap(old: tuple, new: tuple) -> tuple:
+    """Replace a :data:`_WRITING` entry, registering the new one first (an abort between
+    the two steps finds both, and either describes the file correctly)."""
+    if new != old:
+        _WRITING.add(new)
+        _WRITING.discard(old)
+    return new
 
 
 @contextlib.contextmanager
@@ -277,30 +349,37 @@ def atomic_path(path: str | os.PathLike, force: bool = False) -> Iterator[Path]:
     # file is registered before it exists, so that no abort can leave it behind.
     with _transient_file(path.parent, f".{path.stem}.", ".tmp" + "".join(path.suffixes),
                          create) as tmp:
-        entry = (tmp, str(path), None)
+        entry = (tmp, str(path), None, None)
         _WRITING.add(entry)
     try:
+        interruption_point(f"{path.name} writing")
         yield Path(tmp)
         if path.exists() and not force:  # appeared while we were working
             raise DataError(f"{path} exists; pass --force to overwrite it")
         # the old file is kept (and the entry says so) before it is replaced
         with _keep_old(path) as backup:
-            old = (tmp, str(path), backup)
-            if old != entry:  # (equal without a backup: the set would lose the entry)
-                _WRITING.add(old)
-                _WRITING.discard(entry)
-                entry = old
+            entry = _swap(entry, (tmp, str(path), backup, None))
+        interruption_point(f"{path.name} replacing")
+        entry = _swap(entry, (tmp, str(path), entry[2], os.stat(tmp).st_ino))
         os.replace(tmp, path)
         if _TRACKING[0]:
             _FINISHED.append((str(path), entry[2]))
         elif entry[2] is not None:
             os.unlink(entry[2])
+        interruption_point(f"{path.name} written")
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if entry[2] is not None:
+        if not _moved(str(path), entry[3]):
             with contextlib.suppress(OSError):
-                os.unlink(entry[2])
+                os.unlink(tmp)
+            if entry[2] is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry[2])
+        elif (str(path), entry[2]) in _FINISHED:
+            pass  # complete, and the command's abort undoes it with its other files
+        elif entry[2] is not None:
+            # an exception (KeyboardInterrupt) just after the replace: the write failed,
+            # so the old file is put back rather than lost
+            _undo(str(path), entry[2])
         raise
     finally:
         _WRITING.discard(entry)

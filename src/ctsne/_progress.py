@@ -3,12 +3,20 @@
 A bar redraws itself with carriage returns, which a log file or a pipe keeps as one
 frame per update (tens of KB for a small run); there a line every tenth of the work
 (at most every 50 steps) reads better.
+
+The plain lines also mark the test suite's interruption points
+(:func:`ctsne._output.interruption_point`): a stage's name when its report starts
+("neighbours", "early exaggeration", "optimisation", "epochs") and ``"NAME STEP"`` after
+each step (for the neighbour search, ``"neighbours N"`` is its end: the affinities are
+computed next).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+
+from ._output import interruption_point
 
 __all__ = ["LineProgress", "progress_bar"]
 
@@ -24,12 +32,14 @@ class LineProgress:
         self._every = max(1, min(50, self.total // 10))
         self._next = self._every
         self._t0 = time.perf_counter()
+        interruption_point(desc)  # test-only (does nothing unless a test asks)
 
     def update(self, k: int = 1) -> None:
         self.n += k
         if self.n >= self._next or self.n == self.total:
             self._next = (self.n // self._every + 1) * self._every
             self._line()
+        interruption_point(f"{self.desc} {self.n}")
 
     def set_postfix_str(self, s: str) -> None:
         self.postfix = s

@@ -160,7 +160,7 @@ def _graph_model(args: argparse.Namespace):
 def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
     from ..files.features import prepare_features
     from ..files.tables import read_table
-    from ..files.writing import forget_finished, write_embedding
+    from ..files.writing import interruption_point, write_embedding
 
     table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer,
                        sep=args.sep)
@@ -243,7 +243,11 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
         save_model(model, args.save_model, args.force)
     if args.plot:
         _plot(args, model, Y, plain, table, color)
-    forget_finished()  # all written: an abort from here on keeps the files
+    ctrl_c.commit()  # all written: an abort from here on keeps the files
+    interruption_point("committed")  # test-only (does nothing unless a test asks)
+    if ctrl_c.stop and not interrupted:
+        print("ctsne: the optimisation had run all its iterations before it could stop: "
+              f"{args.output} holds the complete embedding", file=sys.stderr)
     if Path(args.output).suffix == ".npy" and (args.id or table.n_rows < n_read):
         note(args, "note: .npy holds the embedding only; use .npz to keep the row ids")
     weights = (f", α'={fmt(model.alpha_)}, β'={fmt(model.beta_)}" if args.prior else "")
@@ -299,6 +303,7 @@ def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC, resumed=None):
         model = load_for_resume(args, X, prior, lambda m: note(args, m), resumed)
         # without --n-iter, as many further iterations as a new fit would run
         n_iter = defaults.estimator("n_iter") if args.n_iter is None else args.n_iter
+        planned = model.n_iter_ + n_iter
         with ctrl_c.watching(model):
             model.optimize(n_iter=n_iter, exaggeration=args.exaggeration)
     else:
@@ -306,4 +311,7 @@ def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC, resumed=None):
         model = ConditionalTSNE(**_tsne_options(args), verbose=not args.quiet)
         with ctrl_c.watching(model):
             model.fit_transform(X, prior)
-    return model, ctrl_c.stop or model.interrupted_
+        planned = model.early_exaggeration_iter + model.n_iter
+    # partial: the run ended before its last iteration (a Ctrl-C during the last one,
+    # or after it, leaves a complete map)
+    return model, model.n_iter_ < planned

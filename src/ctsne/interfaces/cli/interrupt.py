@@ -1,4 +1,4 @@
-"""Ctrl-C in ``ctsne embed``: stop the optimisation and write, or abort without writing."""
+"""Ctrl-C in a ``ctsne`` command: stop the optimisation and write, or abort without writing."""
 
 from __future__ import annotations
 
@@ -11,46 +11,69 @@ __all__ = ["CtrlC"]
 
 
 class CtrlC:
-    """Ctrl-C in ``ctsne embed``: the first during the optimisation stops it, else abort.
+    """Ctrl-C in a command: the first during ``embed``'s optimisation stops it, else abort.
 
     The handler never raises: an exception raised while a numba kernel runs surfaces as a
-    SystemError with a traceback. Once the optimiser has called back (after its first
-    ``every`` iterations), the first Ctrl-C sets a flag,
-    which a callback (every 10 iterations) hands to the optimiser as "stop"; the partial
-    embedding is then written. A Ctrl-C at any other time, or a second one, aborts: the
-    files this command is writing or has written are removed (a file it replaced is put
-    back) and the process ends with 130 at once.
+    SystemError with a traceback. While t-SNE's optimiser runs (from its first iteration
+    on), the first Ctrl-C sets a flag, which a callback (every 10 iterations) hands to the
+    optimiser as "stop"; the partial embedding is then written. A Ctrl-C at any other
+    time (reading, neighbours, affinities, a UMAP's epochs, writing), or a second one,
+    aborts: the files this command is writing or has written are removed (a file it
+    replaced is put back) and the process ends with 130 at once. After :meth:`commit`
+    (all outputs written) an abort keeps them.
     """
 
     every = 10
 
     def __init__(self):
-        self.optimising = False
-        self.stop = False
+        self.optimising = False  # the optimiser has called back
+        self.stop = False  # a first Ctrl-C asked the optimiser to stop
+        self.committed = False
+        self._optimiser = None  # the optimiser loop's code, while watching a model
 
     def callback(self, iteration, kl, Y) -> bool:
-        # the optimiser calls back only once it iterates: from here a first Ctrl-C can
-        # stop it and keep a map; before (reading, neighbours, affinities) it aborts
         self.optimising = True
         return self.stop
 
+    def _in_optimiser(self, frame) -> bool:
+        """Whether the optimiser's loop is on the interrupted stack: its first iterations
+        come before the first callback, and stopping there keeps a map (and the affinities
+        in a saved model) all the same."""
+        while self._optimiser is not None and frame is not None:
+            if frame.f_code is self._optimiser:
+                return True
+            frame = frame.f_back
+        return False
+
     def handler(self, signum, frame) -> None:
-        if self.optimising and not self.stop:
+        if not self.stop and (self.optimising or self._in_optimiser(frame)):
             self.stop = True
             print("\nctsne: stopping after the current iterations (Ctrl-C again to abort "
                   "without writing)", file=sys.stderr, flush=True)
             return
         self.abort()
 
+    def commit(self) -> None:
+        """All outputs are written: an abort from here on keeps them."""
+        from ..files.writing import forget_finished
+
+        forget_finished()
+        self.committed = True
+
     def abort(self) -> None:
         import os
 
         from ..files.writing import remove_unfinished
 
+        # a further Ctrl-C must not start the undoing again halfway through this one
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         remove_unfinished()  # the files being written and those this command wrote
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
-        os.write(2, b"\nctsne: interrupted; no partial files were left (files replaced with "
+            sys.stderr.flush()
+        os.write(2, b"\nctsne: interrupted after the outputs were written; they are "
+                 b"complete\n" if self.committed else
+                 b"\nctsne: interrupted; no partial files were left (files replaced with "
                  b"-f are as they were)\n")
         os._exit(130)
 
@@ -69,8 +92,12 @@ class CtrlC:
 
     @contextlib.contextmanager
     def watching(self, model):
+        """Let a first Ctrl-C stop ``model``'s optimisation (fit or optimize) inside."""
+        from ...optimization.optimizer import gradient_descent
+
         old_cb, old_every = model.callbacks, model.callbacks_every_iters
         model.set_params(callbacks=[self.callback], callbacks_every_iters=self.every)
+        self._optimiser = gradient_descent.__code__
         try:
             with warnings.catch_warnings():
                 # the CLI reports an interruption itself, naming the output file
@@ -78,5 +105,6 @@ class CtrlC:
                 yield
         finally:
             self.optimising = False
+            self._optimiser = None
             # a saved model should not call back into the CLI
             model.set_params(callbacks=old_cb, callbacks_every_iters=old_every)

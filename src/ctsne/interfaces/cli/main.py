@@ -307,9 +307,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder for the page's exports (default ctsne-explore)")
     p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="print the URL only")
-    p.add_argument("--backend", choices=("webgl", "canvas"), default="webgl",
-                   help="draw the maps with WebGL (default; fast with a GPU) or the 2-D "
-                   "canvas (faster where WebGL runs in software)")
+    p.add_argument("--backend", choices=("auto", "webgl", "canvas"), default="auto",
+                   help="draw the maps with WebGL (fast with a GPU) or the 2-D canvas "
+                   "(faster where WebGL runs in software); auto (default): WebGL where the "
+                   "browser has a hardware WebGL renderer, else the canvas; the page has a "
+                   "switch")
+    p.add_argument("--algorithm", choices=("tsne", "umap", "largevis"), default="tsne",
+                   help="method of the first map and the page's default for the next: "
+                   "ct-SNE (default), conditional UMAP or conditional LargeVis; the page "
+                   "can change it at every step")
     p.add_argument("--max-points", type=int, default=200_000, metavar="N",
                    help="draw a random subsample of N points above N (selections still "
                    "take every point; default 200000)")
@@ -376,6 +382,25 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _guarded(args: argparse.Namespace) -> int:
+    """Run the command; a Ctrl-C aborts it undoing its files (:mod:`.interrupt`).
+
+    ``explore`` serves until Ctrl-C stops it, keeping what it saved on the way: it runs
+    unguarded. ``embed`` guards its fit itself (a first Ctrl-C there stops and keeps).
+    """
+    body = _command(args.func)
+    if args.func == "explore":
+        return body(args)
+    from ..._output import track_outputs
+    from .interrupt import CtrlC
+
+    ctrl_c = CtrlC()
+    with ctrl_c.installed(), track_outputs():
+        code = body(args)
+        ctrl_c.commit()
+        return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``ctsne`` command; returns the exit code."""
     parser = build_parser()
@@ -391,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = lambda msg, cat, *a, **k: print(f"ctsne: warning: {msg}",
                                                           file=sys.stderr)
     try:
-        return _command(args.func)(args)
+        return _guarded(args)
     except KeyboardInterrupt:
         print("\nctsne: interrupted; no partial files were left", file=sys.stderr)
         return 130

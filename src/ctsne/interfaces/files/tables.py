@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._output import interruption_point
 from .formats import TEXT_FORMATS, DataError, file_format, open_text, require
 
 __all__ = [
@@ -214,6 +215,7 @@ def read_table(path: str | os.PathLike, id_column: str | None = None, obsm: str 
         raise DataError(f"{path}: no such file")
     if (obsm or layer) and fmt != "h5ad":
         raise DataError("--obsm and --layer apply to .h5ad input only")
+    interruption_point("reading")  # test-only (does nothing unless a test asks)
     if fmt in TEXT_FORMATS:
         if sep is None:
             sep = detect_separator(path) if fmt == "csv" else "\t"

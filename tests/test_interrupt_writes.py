@@ -1,0 +1,107 @@
+"""An abort between any two byte codes of a command's writes leaves the user's files whole.
+
+A command's Ctrl-C handler runs between two byte codes of the main thread, and an abort
+(:meth:`ctsne.interfaces.cli.interrupt.CtrlC.abort`) undoes the command's files
+(:func:`ctsne._output.remove_unfinished`) and ends the process. Here the abort is
+simulated at every byte code executed while a command replaces one file (``-f``), writes
+a new one and commits, one run per byte code (``sys.settrace`` with opcode events): the
+files must then be exactly the user's old ones (before the commit) or exactly the new
+ones (after it), never a mix, a partial file or a leftover temporary file. This is the
+race that repeated timed Ctrl-Cs would sample; here every moment is tried once.
+"""
+
+import os
+import sys
+
+import pytest
+
+from ctsne import _output
+
+OLD = {"emb.csv": b"the user's embedding\n"}
+NEW = {"emb.csv": b"this run's embedding\n", "model.pkl": b"this run's model\n"}
+
+
+TRACED = {_output.__file__, __file__}
+
+
+class _Aborted(Exception):
+    pass
+
+
+def _command(folder):
+    """What ``ctsne embed -f`` does with its files: replace one, write another, commit."""
+    with _output.track_outputs():
+        for name, data in NEW.items():
+            with _output.atomic_path(folder / name, force=True) as tmp:
+                with open(tmp, "wb") as fh:
+                    fh.write(data[:5])  # a partial file first, as a slow writer leaves it
+                    fh.flush()
+                    fh.write(data[5:])
+        _output.forget_finished()
+
+
+def _files(folder):
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+def _run(folder, abort_at):
+    """Run the command, aborting at the ``abort_at``-th byte code (None: never).
+
+    Returns the files after the abort (None if it never came) and the byte codes run.
+    """
+    for name, data in OLD.items():
+        (folder / name).write_bytes(data)
+    count, seen = [0], {}
+
+    def local(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count[0] += 1
+            if count[0] == abort_at:
+                _output.remove_unfinished()  # what the handler does before os._exit
+                seen["files"] = _files(folder)
+                raise _Aborted
+        return local
+
+    def trace(frame, event, arg):
+        # byte codes of the writing code and of the writer; an abort inside a library
+        # call they make (pathlib, os, shutil) finds the state of the call's start or end
+        if frame.f_code.co_filename not in TRACED:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(trace)
+    try:
+        _command(folder)
+    except _Aborted:
+        pass
+    finally:
+        sys.settrace(None)
+        # the real abort ends the process here; reset what this one left registered
+        _output._TRANSIENT.clear(), _output._WRITING.clear(), _output._FINISHED.clear()
+        _output._DROPPING.clear()
+        _output._TRACKING[0] = 0
+    return seen.get("files"), count[0]
+
+
+@pytest.mark.parametrize("links", [True, False], ids=["hard links", "copies"])
+def test_abort_at_every_byte_code_leaves_old_or_new_files(tmp_path, monkeypatch, links):
+    if not links:  # a file system without hard links: the old file is copied aside
+        def no_link(src, dst, **kwargs):
+            raise OSError("no hard links here")
+
+        monkeypatch.setattr(os, "link", no_link)
+    outcomes = []
+    for k in range(1, 100_000):
+        folder = tmp_path / f"abort{k}"
+        folder.mkdir()
+        files, _ = _run(folder, k)
+        if files is None:  # the command ended before its k-th byte code: all tried
+            assert _files(folder) == NEW
+            break
+        assert files in (OLD, NEW), (k, files)
+        outcomes.append(files == NEW)
+    # old files up to the commit, new ones after it: it happens once, in one step
+    assert outcomes == sorted(outcomes) and 0 < sum(outcomes) < len(outcomes), outcomes
+    assert len(outcomes) > 200  # the trace saw the writes' byte codes
