@@ -31,13 +31,36 @@ def _find(sorted_row, value):
     return -1
 
 
+@numba.njit(cache=True)
+def _sort_pairs(keys, values):
+    """Sort ``keys`` ascending in place, moving ``values`` along (Shell sort, gaps 3h + 1).
+
+    Hand-written rather than ``np.argsort`` and fancy indexing: those pull numba's generic
+    quicksort and its shape-checking error paths into the kernel, ~5 s of the first
+    compile (numba's compile events), for rows of a few dozen entries.
+    """
+    k = keys.shape[0]
+    gap = 1
+    while 3 * gap + 1 < k:
+        gap = 3 * gap + 1
+    while gap > 0:
+        for a in range(gap, k):
+            key, value = keys[a], values[a]
+            b = a
+            while b >= gap and keys[b - gap] > key:
+                keys[b] = keys[b - gap]
+                values[b] = values[b - gap]
+                b -= gap
+            keys[b] = key
+            values[b] = value
+        gap //= 3
+
+
 @kernel(PARALLEL_FROM_ENTRIES)
 def _sort_rows(idx, cond):
     n = idx.shape[0]
     for i in numba.prange(n):
-        order = np.argsort(idx[i])
-        idx[i] = idx[i][order]
-        cond[i] = cond[i][order]
+        _sort_pairs(idx[i], cond[i])
 
 
 @kernel(PARALLEL_FROM_ENTRIES)
@@ -50,7 +73,8 @@ def _mirror(idx, cond, pos):
         count = 0
         for a in range(k):
             j = idx[i, a]
-            p = _find(idx[j], i)
+            # int64 in both twins (a prange index is unsigned): one _find, not two
+            p = _find(idx[j], np.int64(i))
             pos[i, a] = p
             if cond[i, a] > 0.0 or (p >= 0 and cond[j, p] > 0.0):
                 count += 1

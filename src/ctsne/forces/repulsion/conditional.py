@@ -42,6 +42,12 @@ _ENGINES = {
 # groups above this are also checked each call against the span (fft.exact_is_faster): its
 # grid follows the layout's extent, not the group size.
 EXACT_BELOW = {"bh": 500, "fft": 500}
+# With method="auto", a fit of at most this many points is evaluated exactly in every term.
+# There the exact pass costs at most ~1 ms per term and iteration (0.7-1.3 ns per pair on
+# this machine, about 1 s over a default fit), and it spares a first run in a new
+# environment compiling the Barnes-Hut and FFT kernels (15-20 s on 2 cores, numba's
+# compile events of a cold 1,000-point fit; BENCHMARKS.md, Start-up).
+EXACT_FIT_MAX = 1_200
 # With method="auto": Barnes-Hut below this many points (and always for d = 3), else FFT.
 # Measured: BH is 1.5-4x faster than FFT from 50k to 1M points on t-SNE-like layouts.
 BH_BELOW = 2_000_000
@@ -132,13 +138,16 @@ def _fft_exact_is_faster(m: int, span: np.ndarray, params: dict) -> bool:
     return exact_is_faster(m, span, **{k: v for k, v in params.items() if k in keys})
 
 
-def choose_engine(m: int, d: int, method: str) -> str:
-    """Engine for a group of ``m`` points in ``d`` output dimensions.
+def choose_engine(m: int, d: int, method: str, n: int | None = None) -> str:
+    """Engine for a group of ``m`` points (of a fit of ``n``) in ``d`` output dimensions.
 
     ``method`` is "exact", "bh", "fft" or "auto"; small groups always go to the exact
-    kernel, where an O(m²) pass is cheaper than building a tree or an FFT grid.
+    kernel, where an O(m²) pass is cheaper than building a tree or an FFT grid, and so
+    does every group of a fit of at most :data:`EXACT_FIT_MAX` points under "auto".
     """
     if method == "exact":
+        return "exact"
+    if method == "auto" and n is not None and n <= EXACT_FIT_MAX:
         return "exact"
     if method == "auto":
         method = "bh" if (d > 2 or m < BH_BELOW) else "fft"
@@ -167,7 +176,7 @@ class _TermPlan:
             if m < 2:
                 continue  # a lone point has no partner in its group
             idx = order[bounds[g]:bounds[g + 1]]
-            engine = choose_engine(int(m), d, method)
+            engine = choose_engine(int(m), d, method, n)
             if engine == "exact":
                 small.append(idx)
             else:
