@@ -34,16 +34,6 @@ EXPECTED_FAILURES = {
         "on lists and array-likes"),
 }
 
-# The graph embeddings draw each negative sample from the edge's position in the batch of
-# new points, so a new point's place in transform depends a little on which points come
-# with it (stable per-edge keys from the row's content would lift this).
-GRAPH_EXPECTED_FAILURES = {
-    **EXPECTED_FAILURES,
-    "check_methods_sample_order_invariance": (
-        "transform's negative samples follow the row order of the new points"),
-    "check_methods_subset_invariance": (
-        "transform's negative samples follow the row order of the new points"),
-}
 ESTIMATORS = [
     ConditionalTSNE(**FAST),
     ConditionalUMAP(n_neighbors=5, n_epochs=5, random_state=0, n_jobs=1),
@@ -52,8 +42,7 @@ ESTIMATORS = [
 
 
 def _expected(estimator) -> dict:
-    return (EXPECTED_FAILURES if isinstance(estimator, ConditionalTSNE)
-            else GRAPH_EXPECTED_FAILURES)
+    return EXPECTED_FAILURES
 
 
 _HAS_EXPECTED = "expected_failed_checks" in inspect.signature(parametrize_with_checks).parameters

@@ -45,7 +45,7 @@ from ..checks import check_spread, to_safe_scale
 from ..forces.curve import fit_curve
 from ..neighbors.search import is_exact_search, nearest_neighbors
 from ..optimization.negatives import NegativeSampler
-from ..optimization.sgd import epochs_per_sample, optimize_layout
+from ..optimization.sgd import edge_keys, epochs_per_sample, optimize_layout
 from ..optimization.spectral import pca_init, spectral_init
 from ..prior import Prior, make_prior
 from .parameters import with_parameters
@@ -256,8 +256,20 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
                 source_class=None) -> np.ndarray:
         """The SGD over ``graph``'s edges (rows move; columns index ``Y_ref`` if given)."""
         n_epochs = self.n_epochs_ if n_epochs is None else n_epochs
-        G = graph.tocoo()
-        eps = epochs_per_sample(G.data, n_epochs)
+        keys = None
+        if Y_ref is None:
+            G = graph.tocoo()
+            eps = epochs_per_sample(G.data, n_epochs)
+        else:
+            # New points move alone against the fixed map, so each gets its own schedule
+            # (its strongest edge every epoch) and draws keyed by its own neighbour list:
+            # its place then does not depend on the other new points or their order.
+            C = graph.tocsr()
+            C.sum_duplicates()  # canonical order, the one edge_keys and tocoo follow
+            row_max = np.maximum(C.max(axis=1).toarray().ravel(), np.finfo(float).tiny)
+            G = C.tocoo()
+            eps = epochs_per_sample(G.data / row_max[G.row], n_epochs)
+            keys = edge_keys(C)
         keep = eps > 0  # edges that would come up less than once in the run, as UMAP drops
         bar = callback = None
         if self.verbose:
@@ -272,7 +284,8 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
                 source_class=source_class, gamma=self.repulsion_strength,
                 negative_sample_rate=self.negative_sample_rate,
                 initial_lr=self.learning_rate if lr is None else lr, seed=seed, Y_ref=Y_ref,
-                callback=callback, callback_every=max(1, n_epochs // 50))
+                callback=callback, callback_every=max(1, n_epochs // 50),
+                keys=None if keys is None else keys[keep])
         finally:
             if bar is not None:
                 bar.close()
@@ -286,8 +299,8 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
         point would give them, starts at their weighted mean position and moves by the
         fit's SGD with the map held fixed: ``n_epochs_ // 3`` epochs (at least 30) at a
         quarter of the learning rate, as umap-learn's transform. New points do not
-        interact; only their random draws, keyed by the edges' positions in the batch,
-        change with the other points given with them.
+        interact and their random draws are keyed by their own neighbour lists, so with
+        ``n_jobs=1`` a point's place does not depend on which points come with it.
 
         Parameters
         ----------

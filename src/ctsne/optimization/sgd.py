@@ -9,13 +9,17 @@ The conditional UMAP (paper, Appendix B) re-weights the repulsion by the prior's
 weights; :class:`~ctsne.optimization.negatives.NegativeSampler` draws negatives by class
 so that the weighted repulsion is estimated without bias and with little variance.
 
-Random numbers. A draw is a pure function of ``(seed, epoch, edge, sample)``: the
-splitmix64 finaliser of a key chained from seed and epoch, then edge, gives the state of a
-splitmix64 stream whose values ``2p`` and ``2p + 1`` are the two uniforms of negative
-``p``. No generator state is shared between edges, so the draws do not depend on which
-thread handles which edge or in what order; on one thread a seed gives the same map bit
-for bit. On several threads the updates are "hogwild" (unsynchronised, as in UMAP): the
-draws stay the same but the races on ``Y`` make runs differ.
+Random numbers. A draw is a pure function of ``(seed, epoch, edge key, sample)``: the
+splitmix64 finaliser of a key chained from seed and epoch, then the edge's key, gives the
+state of a splitmix64 stream whose value ``p`` holds negative ``p``'s two uniforms (its
+high and low 32 bits: one mix per negative, and 2^-32 resolution is far below any class
+or point probability). An edge's key is its position in a fit; in a transform it is made
+from the new point's own neighbour list (:func:`edge_keys`), so that a new point's draws,
+and with the map held fixed its place, do not depend on which points come with it or in
+what order. No generator state is shared between edges, so the draws do not depend on
+which thread handles which edge; on one thread a seed gives the same map bit for bit. On
+several threads the updates are "hogwild" (unsynchronised, as in UMAP): the draws stay
+the same but the races on ``Y`` make runs differ.
 
 Precision. ``Y`` is float64: the package's maps are float64 throughout, so a float32
 layout would be a copy (no in-place update) and a second compiled specialisation of the
@@ -34,8 +38,8 @@ import numpy as np
 from .._parallel import kernel
 from .negatives import NegativeSampler, draw
 
-__all__ = ["GRADIENT_CLIP", "REPULSION_EPS", "attraction_coefficient", "epochs_per_sample",
-           "optimize_layout", "repulsion_coefficient"]
+__all__ = ["GRADIENT_CLIP", "REPULSION_EPS", "attraction_coefficient", "edge_keys",
+           "epochs_per_sample", "optimize_layout", "repulsion_coefficient"]
 
 # UMAP's constants. Each coordinate of a per-sample step is clipped to ±4 before the
 # learning rate: the attraction's d^{2(b−1)} and the repulsion's 1/d² blow up near 0.
@@ -52,8 +56,10 @@ PARALLEL_FROM_EDGES = 20_000
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_S27, _S30, _S31, _S11 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(11)
-_TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53: the top 53 bits → a double in [0, 1)
+_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
+_S32 = np.uint64(32)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_TO_UNIT = 1.0 / 4294967296.0  # 2^-32: 32 bits → a double in [0, 1)
 
 
 @numba.njit(cache=True)
@@ -65,10 +71,11 @@ def _finalize(z):
 
 
 @numba.njit(cache=True)
-def _uniform(state, k):
-    """Value ``k`` (from 0) of the splitmix64 stream seeded with ``state``, in [0, 1)."""
+def _uniform_pair(state, k):
+    """Value ``k`` (from 0) of the splitmix64 stream seeded with ``state``, as two
+    uniforms in [0, 1): its high and its low 32 bits."""
     z = _finalize(state + (np.uint64(k) + np.uint64(1)) * _GOLDEN)
-    return np.float64(z >> _S11) * _TO_UNIT
+    return np.float64(z >> _S32) * _TO_UNIT, np.float64(z & _LOW32) * _TO_UNIT
 
 
 @numba.njit(cache=True)
@@ -114,9 +121,10 @@ def repulsion_coefficient(d2, a, b, gamma, eps):
 @kernel(PARALLEL_FROM_EDGES)
 def _epoch(Y, Y_tail, head, tail, eps_sample, next_sample, eps_negative, next_negative,
            epoch_end, lr, a, b, gamma, rep_eps, move_other, members, offsets, cdf,
-           sample_weight, source_row, epoch_key):
+           sample_weight, source_row, epoch_key, keys, keyed):
     """One epoch in place: every edge due by ``epoch_end`` is sampled once, with its
-    negatives. ``Y_tail`` is ``Y`` itself in a fit and the fixed reference in a transform."""
+    negatives. ``Y_tail`` is ``Y`` itself in a fit and the fixed reference in a transform;
+    edge ``e``'s draws are keyed by ``keys[e]`` if ``keyed``, else by ``e``."""
     d = Y.shape[1]
     for e in numba.prange(head.shape[0]):
         if eps_sample[e] <= 0.0 or next_sample[e] > epoch_end:
@@ -142,10 +150,10 @@ def _epoch(Y, Y_tail, head, tail, eps_sample, next_sample, eps_negative, next_ne
         next_negative[e] += n_neg * eps_negative[e]
         row = source_row[i]
         weight = sample_weight[row]
-        state = _chain(epoch_key, e)
+        state = _chain(epoch_key, keys[e] if keyed else np.uint64(e))
         for p in range(n_neg):
-            m = draw(members, offsets, cdf, row, _uniform(state, 2 * p),
-                     _uniform(state, 2 * p + 1))
+            u1, u2 = _uniform_pair(state, p)
+            m = draw(members, offsets, cdf, row, u1, u2)
             d2 = 0.0
             for k in range(d):
                 diff = Y[i, k] - Y_tail[m, k]
@@ -154,6 +162,41 @@ def _epoch(Y, Y_tail, head, tail, eps_sample, next_sample, eps_negative, next_ne
             coef = weight * repulsion_coefficient(d2, a, b, gamma, rep_eps)
             for k in range(d):
                 Y[i, k] += lr * _clip(coef * (Y[i, k] - Y_tail[m, k]))
+
+
+@numba.njit(cache=True)
+def _row_keys(indptr, indices, out):
+    for i in range(indptr.shape[0] - 1):
+        row = _GOLDEN
+        for q in range(indptr[i], indptr[i + 1]):
+            row = _chain(row, indices[q])
+        for q in range(indptr[i], indptr[i + 1]):
+            out[q] = _chain(row, q - indptr[i])
+
+
+def edge_keys(graph) -> np.ndarray:
+    """Keys for the draws of a graph's edges made from each row's own content.
+
+    Edge ``q`` of row ``i`` gets a hash of row ``i``'s column indices chained with ``q``'s
+    rank in the row: the same row, wherever it stands among the others, gets the same
+    keys, so a transform's draws for a new point depend only on its neighbour list.
+
+    Parameters
+    ----------
+    graph : scipy.sparse matrix (m, n)
+        Rows are the moving points, columns their reference neighbours; converted to CSR
+        (canonical: sorted, no duplicates), whose entry order ``tocoo`` keeps.
+
+    Returns
+    -------
+    ndarray of uint64 (nnz,)
+        One key per stored entry, in CSR order.
+    """
+    G = graph.tocsr()
+    G.sum_duplicates()  # also sorts the indices: the keys follow the content, not storage
+    out = np.empty(G.nnz, dtype=np.uint64)
+    _row_keys(G.indptr.astype(np.int64), G.indices.astype(np.int64), out)
+    return out
 
 
 def epochs_per_sample(weights: np.ndarray, n_epochs: int) -> np.ndarray:
@@ -236,6 +279,7 @@ def optimize_layout(
     move_other: bool = True,
     callback: Callable[[int, np.ndarray], object] | None = None,
     callback_every: int = 50,
+    keys: np.ndarray | None = None,
 ) -> np.ndarray:
     """Move ``Y`` by UMAP's SGD over the graph's edges, with class-weighted negatives.
 
@@ -284,6 +328,9 @@ def optimize_layout(
         the run.
     callback_every : int
         Epochs between callbacks.
+    keys : array of uint64 (n_edges,), optional
+        Per-edge keys of the random draws (:func:`edge_keys`); default the edge's
+        position.
 
     Returns
     -------
@@ -313,6 +360,11 @@ def optimize_layout(
     head, tail, eps = _check_edges(head, tail, epochs_per_sample, Y.shape[0],
                                    tail_map.shape[0])
     rows = _source_rows(source_class, sampler, Y.shape[0], transform)
+    keyed = keys is not None
+    keys = (np.ascontiguousarray(keys, dtype=np.uint64) if keyed
+            else np.zeros(0, dtype=np.uint64))
+    if keyed and keys.shape != head.shape:
+        raise ValueError(f"keys must hold one key per edge ({head.shape[0]})")
 
     next_sample = eps.copy()
     if negative_sample_rate > 0:
@@ -329,7 +381,7 @@ def optimize_layout(
         _epoch(Y, tail_map, head, tail, eps, next_sample, eps_negative, next_negative,
                float(t + 1), lr, float(a), float(b), float(gamma), REPULSION_EPS,
                bool(move_other), sampler.members, sampler.offsets, sampler.cdf,
-               sampler.sample_weight, rows, epoch_key, work=head.size)
+               sampler.sample_weight, rows, epoch_key, keys, keyed, work=head.size)
         if callback is not None and ((t + 1) % every == 0 or t + 1 == n_epochs):
             if callback(t + 1, Y):
                 break
