@@ -84,16 +84,25 @@ def _cases():
         cases += [("reference", p, force) for p in
                   ("reading", "new.csv written", "new.png writing", "new.png replacing")]
         cases += [("umap", p, force) for p in ("epochs", "epochs 5", "fig.png writing")]
+        # real signals from outside at seeded random moments of the run (mostly the
+        # optimisation and the writes), once or twice (the second 0-20 ms later)
+        rng = np.random.default_rng(21 + force)
+        for k in range(TIMED):
+            delays = [float(rng.uniform(0.0, 0.5))]
+            if k % 2:
+                delays.append(delays[0] + float(rng.uniform(0.0, 0.02)))
+            cases.append(("timed", " ".join(f"{d:.4f}" for d in delays), force))
     return cases
 
 
+TIMED = 10
 CASES = _cases()
-ARGV = {"fit": FIT, "resume": RESUME, "reference": REFERENCE, "umap": UMAP}
+ARGV = {"fit": FIT, "resume": RESUME, "reference": REFERENCE, "umap": UMAP, "timed": FIT}
 SCENARIO_OUTPUTS = {"fit": OUTPUTS, "resume": OUTPUTS, "reference": ("new.csv", "new.png"),
-                    "umap": ("emb.csv", "fig.png")}
+                    "umap": ("emb.csv", "fig.png"), "timed": OUTPUTS}
 
 WORKER = textwrap.dedent("""
-    import json, os, sys
+    import json, os, signal, sys, time
     from ctsne.interfaces.cli.main import main
 
     root, cases = sys.argv[1], json.loads(sys.stdin.read())
@@ -122,14 +131,22 @@ WORKER = textwrap.dedent("""
                 os.chdir(case["dir"])
                 fd = os.open(case["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
                 os.dup2(fd, 1), os.dup2(fd, 2)
-                os.environ["CTSNE_TEST_SIGINT"] = case["points"]
+                if not case["delays"]:
+                    os.environ["CTSNE_TEST_SIGINT"] = case["points"]
                 code = main(argv(case["argv"]))
                 sys.stdout.flush(), sys.stderr.flush()
             except BaseException as exc:
                 os.write(2, f"worker child: {exc!r}".encode())
                 code = 99
             os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        start, done = time.perf_counter(), (0, 0)
+        for delay in case["delays"]:  # Ctrl-C from outside, at that moment of the run
+            time.sleep(max(0.0, start + delay - time.perf_counter()))
+            done = os.waitpid(pid, os.WNOHANG)
+            if done != (0, 0):  # it ended before
+                break
+            os.kill(pid, signal.SIGINT)
+        _, status = done if done != (0, 0) else os.waitpid(pid, 0)
         results.append(os.waitstatus_to_exitcode(status))
     print(json.dumps(results))
 """)
@@ -162,7 +179,9 @@ def matrix(tmp_path_factory):
             for name in SCENARIO_OUTPUTS[scenario]:
                 (folder / name).write_text(_old(name))
         cases.append({"dir": str(folder), "log": str(root / f"case{k}.log"),
-                      "points": points, "argv": ARGV[scenario] + (["-f"] if force else [])})
+                      "points": points, "argv": ARGV[scenario] + (["-f"] if force else []),
+                      "delays": [float(d) for d in points.split()] if scenario == "timed"
+                      else []})
         folders.append(folder)
     codes = _run_worker(root, cases)
     return {case: (code, folder, Path(c["log"]).read_text())
@@ -190,7 +209,7 @@ def _assert_complete(folder, iterations, err):
     assert emb.shape == (N, 2) and np.all(np.isfinite(emb)), err[-1500:]
     with open(folder / "model.pkl", "rb") as fh:
         model = pickle.load(fh)
-    assert model.n_iter_ == iterations, err[-1500:]
+    assert iterations is None or model.n_iter_ == iterations, err[-1500:]
     np.testing.assert_allclose(model.embedding_, emb, rtol=1e-12, atol=1e-12)
     assert (folder / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -210,11 +229,28 @@ def _expected(scenario, points):
     return ("kept" if second[0] == "committed" else "abort"), stops[first], 130
 
 
+def _timed(code, folder, force, err):
+    """A press at an unknown moment: whatever it met, one of the promised outcomes."""
+    assert code in (0, 130), err[-1500:]
+    assert "Traceback" not in err and "Error" not in err, err[-1500:]
+    if "no partial files were left" in err:
+        _assert_untouched(folder, OUTPUTS, force, err)
+        return "abort"
+    _assert_complete(folder, None, err)
+    if code == 0:
+        return "done"
+    assert "PARTIAL" in err or "they are complete" in err, err[-1500:]
+    return "stop"
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{s}: {p}{' -f' if f else ''}"
                                              for s, p, f in CASES])
 def test_ctrl_c(matrix, case):
     scenario, points, force = case
     code, folder, err = matrix[case]
+    if scenario == "timed":
+        _timed(code, folder, force, err)
+        return
     outcome, iterations, exit_code = _expected(scenario, points)
     assert code == exit_code, err[-1500:]
     assert "Traceback" not in err and "Error" not in err, err[-1500:]
