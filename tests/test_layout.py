@@ -48,6 +48,7 @@ STAGES = {
     "ctsne.affinities": 2,
     "ctsne.forces": 3,
     "ctsne.optimization": 4,
+    "ctsne.torch_engine": 4.5,
     "ctsne.estimator": 5,
     "ctsne.metrics": 5.5, "ctsne.ranking": 5.5, "ctsne.plotting": 5.5,
     "ctsne.baselines": 5.5, "ctsne.datasets": 5.5,

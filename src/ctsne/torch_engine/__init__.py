@@ -1,0 +1,19 @@
+"""The PyTorch engine (stage 4.5, between the optimisation and the estimator): a whole
+ct-SNE fit on a torch device, CPU or CUDA, for ``ConditionalTSNE(backend="torch")``.
+
+Optional: torch is imported by these modules when present (``pip install ctsne[gpu]``);
+without it they still import, and :func:`ctsne.torch_engine.device.load_torch` says what
+to install when the engine is asked for. The stages it reuses from the numba engine are
+named in each module; what runs on the device:
+
+- ``device.py``: which device and floating-point type a fit uses, checked before any work.
+- ``neighbors.py``: exact k nearest neighbours in blocks (``cdist``-style products and
+  ``topk``), whole data or restricted to classes; FAISS where it is installed.
+- ``calibration.py``: the perplexity bisection, vectorised over rows.
+- ``affinities.py``: the standard, label-balanced and revised P, symmetrised on the device.
+- ``attraction.py``: the attractive force as a sparse (CSR) matrix product.
+- ``repulsion.py``: the ct-SNE repulsion: exact in blocks, or FFT interpolation with every
+  class of every prior term in one batched FFT.
+- ``gradient.py``: the two composed, and KL(P‖R).
+- ``optimizer.py``: gradient descent with momentum and gains, the numba optimiser's rule.
+"""

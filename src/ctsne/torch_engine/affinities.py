@@ -1,0 +1,190 @@
+"""Input affinities P on the device: standard, label-balanced and revised, symmetrised.
+
+The definitions are the numba engine's (:mod:`ctsne.affinities.standard`,
+:mod:`~ctsne.affinities.balanced`, :mod:`~ctsne.affinities.modes`): k = 3·perplexity
+neighbours (:mod:`.neighbors`), each row (or each block of a row) calibrated by
+:mod:`.calibration`, the blocks weighted, then ``P = (C + Cᵀ) / 2n`` by a sparse
+coalesce on the device. The neighbour search, calibration and symmetrisation run on the
+device; what stays on the host is small: ``affinities="auto"``'s check whether the prior
+separates the data (:func:`ctsne.affinities.mixing.table_mixing` on the (n, k) table) and
+the diagnostic of the final P. Where the search plan is "host" or "faiss"
+(:func:`.neighbors.search_plan`), or the metric is not Euclidean, the label-balanced and
+revised P are built by the numba engine on the host instead (its by-class searches and
+representatives), and the standard P calibrates the host's lists on the device.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..affinities.balanced import K_MIN, PER_CLASS_UP_TO
+from ..affinities.mixing import labelled_mixing, prior_mixing, table_mixing
+from ..affinities.modes import Affinities, input_affinities
+from ..affinities.options import default_within_weight, n_neighbors_for
+from ..checks import to_safe_scale
+from .calibration import calibrate_rows
+from .device import load_torch
+from .neighbors import (
+    other_class_knn,
+    own_class_knn,
+    pooled_other_knn,
+    search_plan,
+    standard_knn,
+)
+
+__all__ = ["device_affinities", "symmetrize_device", "to_scipy"]
+
+
+def symmetrize_device(idx, cond):
+    """``(C + Cᵀ) / 2n`` as a coalesced sparse COO tensor, zero entries left out.
+
+    Parameters
+    ----------
+    idx : int64 tensor (n, k)
+    cond : float64 tensor (n, k)
+    """
+    torch = load_torch()
+    n, k = idx.shape
+    rows = torch.arange(n, device=idx.device).repeat_interleave(k)
+    cols, vals = idx.reshape(-1), cond.reshape(-1)
+    keep = vals > 0
+    rows, cols, vals = rows[keep], cols[keep], vals[keep]
+    ij = torch.stack([torch.cat([rows, cols]), torch.cat([cols, rows])])
+    P = torch.sparse_coo_tensor(ij, torch.cat([vals, vals]) / (2.0 * n), (n, n),
+                                check_invariants=False)
+    return P.coalesce()
+
+
+def to_scipy(P) -> sp.csr_matrix:
+    """A coalesced COO tensor as a scipy CSR matrix (indices int32 where they fit)."""
+    n = P.shape[0]
+    ij = P.indices().cpu().numpy()
+    data = P.values().cpu().numpy().astype(np.float64)
+    itype = np.int32 if max(n, data.size) < np.iinfo(np.int32).max else np.int64
+    out = sp.csr_matrix((data, (ij[0].astype(itype), ij[1].astype(itype))), shape=(n, n))
+    out.sum_duplicates()
+    out.sort_indices()
+    return out
+
+
+def _blocks(dist, widths, perplexity: float, k: int, weights):
+    """Each block of columns calibrated over its filled slots at its scaled perplexity
+    (:func:`ctsne.affinities.balanced.block_perplexity`), weighted, rows normalised."""
+    torch = load_torch()
+    out = torch.zeros_like(dist)
+    start = 0
+    for b, w in enumerate(widths):
+        d = dist[:, start:start + w]
+        valid = torch.isfinite(d)
+        filled = valid.sum(1).to(torch.float64)
+        perp = torch.clamp(torch.minimum(torch.full_like(filled, perplexity),
+                                         perplexity * filled / k), min=1.0)
+        out[:, start:start + w] = calibrate_rows(d, perp, valid) * weights[:, b:b + 1]
+        start += w
+    return out / out.sum(1, keepdim=True)
+
+
+def _balanced(X, codes, perplexity, within_weight, work_dtype):
+    """Label-balanced P (:func:`ctsne.affinities.balanced.balanced_affinities`)."""
+    torch = load_torch()
+    n = X.shape[0]
+    k = n_neighbors_for(perplexity, n)
+    w_own = default_within_weight("balanced") if within_weight is None else within_weight
+    own_i, own_d = own_class_knn(X, codes, k, work_dtype)
+    sizes = torch.bincount(codes).to(torch.float64)
+    L = len(sizes)
+    if L - 1 > PER_CLASS_UP_TO:
+        o_i, o_d = pooled_other_knn(X, codes, k, work_dtype)
+        weights = torch.tensor([[w_own, 1.0 - w_own]], dtype=torch.float64,
+                               device=X.device).expand(n, 2)
+        widths = [k, k]
+    else:
+        k_other = min(k, max(K_MIN, math.ceil(k / (L - 1))))
+        o_i, o_d = other_class_knn(X, codes, k_other, work_dtype)
+        ar = torch.arange(L - 1, device=X.device)[None, :]
+        block_class = ar + (ar >= codes[:, None]).to(ar.dtype)
+        share = sizes[block_class] / (n - sizes[codes])[:, None]
+        weights = torch.cat([torch.full((n, 1), w_own, dtype=torch.float64,
+                                        device=X.device), (1.0 - w_own) * share], 1)
+        widths = [k] + [k_other] * (L - 1)
+    cond = _blocks(torch.cat([own_d, o_d], 1), widths, perplexity, k, weights)
+    return symmetrize_device(torch.cat([own_i, o_i], 1), cond)
+
+
+def _revised(X, codes, perplexity, within_weight, work_dtype):
+    """Revised ct-SNE's P (:func:`ctsne.affinities.balanced.revised_affinities`)."""
+    torch = load_torch()
+    n = X.shape[0]
+    k = n_neighbors_for(perplexity, n)
+    alpha = default_within_weight("revised") if within_weight is None else within_weight
+    own_i, own_d = own_class_knn(X, codes, k, work_dtype)
+    o_i, o_d = pooled_other_knn(X, codes, k, work_dtype)
+    weights = torch.tensor([[alpha, 1.0]], dtype=torch.float64, device=X.device).expand(n, 2)
+    cond = _blocks(torch.cat([own_d, o_d], 1), [k, k], perplexity, k, weights)
+    return symmetrize_device(torch.cat([own_i, o_i], 1), cond)
+
+
+def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities="auto",
+                      within_weight=None, neighbors="auto", metric="euclidean",
+                      random_state=None, n_jobs=None, labelled=None, device=None,
+                      work_dtype=None) -> tuple[Affinities, object]:
+    """P for a fit, as :func:`ctsne.affinities.modes.input_affinities` chooses it, built on
+    ``device``.
+
+    Parameters
+    ----------
+    X, perplexity, classes, affinities, within_weight, neighbors, metric, random_state,
+    n_jobs, labelled
+        As for :func:`ctsne.affinities.modes.input_affinities`.
+    device : torch.device
+    work_dtype : torch dtype, optional
+        Type of the block distances that choose neighbours (float64 by default).
+
+    Returns
+    -------
+    Affinities
+        With ``P`` a scipy CSR matrix on the host (the estimator's ``P_``).
+    plan : str
+        Where the neighbours were searched ("device", "faiss" or "host").
+    """
+    torch = load_torch()
+    X = to_safe_scale(X)
+    n = X.shape[0]
+    plan = search_plan(n, device, neighbors, metric)
+    trivial = classes is None or int(np.max(classes)) == 0
+    if plan != "device" and not trivial and affinities != "standard":
+        # by-class lists at this size: the numba engine's searches (see the docstring)
+        built = input_affinities(X, perplexity, classes, affinities, within_weight,
+                                 neighbors=neighbors, metric=metric,
+                                 random_state=random_state, n_jobs=n_jobs,
+                                 labelled=labelled)
+        return built, "host"
+    Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)
+    codes = None if trivial else torch.as_tensor(np.asarray(classes, dtype=np.int64),
+                                                 device=device)
+    if not trivial and affinities in ("balanced", "revised"):
+        build = _balanced if affinities == "balanced" else _revised
+        P = to_scipy(build(Xd, codes, perplexity, within_weight, work_dtype))
+        return Affinities(P, affinities, prior_mixing(P, classes)), plan
+    k = n_neighbors_for(perplexity, n)
+    if plan == "device":
+        idx, dist = standard_knn(Xd, k, plan, work_dtype)
+    else:
+        idx, dist = standard_knn(Xd, k, plan, work_dtype, random_state, n_jobs)
+    cond = calibrate_rows(dist, float(perplexity))
+    if trivial:
+        return Affinities(to_scipy(symmetrize_device(idx, cond)), "standard", None), plan
+    idx_h, cond_h = idx.cpu().numpy(), cond.cpu().numpy()
+    mixing = table_mixing(idx_h, cond_h, classes)
+    decides = mixing
+    if affinities == "auto" and labelled is not None and not np.all(labelled) \
+            and np.any(labelled):
+        decides = labelled_mixing(idx_h, cond_h, classes, labelled)
+    if affinities != "auto" or not decides.separates:
+        return Affinities(to_scipy(symmetrize_device(idx, cond)), "standard", mixing), plan
+    del idx, dist, cond
+    P = to_scipy(_balanced(Xd, codes, perplexity, within_weight, work_dtype))
+    return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=decides), plan

@@ -1,0 +1,62 @@
+"""The attractive force on the device as a sparse matrix product.
+
+``F_i = Σ_j p_ij t_ij (y_i − y_j) = y_i Σ_j q_ij − Σ_j q_ij y_j`` with ``q_ij = p_ij t_ij``
+over P's non-zeros: the values ``q`` are computed per non-zero from the partners'
+coordinates, then one CSR product ``Q · [Y, 1]`` gives both sums (cuSPARSE on a GPU).
+The product form subtracts two sums of size ``|y|·Σq``; the optimiser keeps the map
+centred, so in float32 the rounding is ~6e-8·(span / neighbour distance) relative, ~1e-5
+at the spans of 10⁶-point maps, far below the FFT repulsion's error. ``Σ p log t`` for the
+KL accumulates in float64.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .device import load_torch
+
+__all__ = ["DeviceAttraction"]
+
+
+class DeviceAttraction:
+    """Attraction for a fixed P on a device and successive embeddings.
+
+    Parameters
+    ----------
+    P : scipy csr_matrix (n, n)
+        Symmetric, so row i lists all of i's partners.
+    device : torch.device
+    dtype : torch dtype
+        Of the embedding (P's values are held in it too).
+    """
+
+    def __init__(self, P: sp.csr_matrix, device, dtype):
+        torch = load_torch()
+        self.n = P.shape[0]
+        self.crow = torch.as_tensor(P.indptr.astype(np.int64), device=device)
+        self.col = torch.as_tensor(P.indices.astype(np.int64), device=device)
+        self.p64 = torch.as_tensor(P.data, dtype=torch.float64, device=device)
+        self.p = self.p64.to(dtype)
+        self.row = torch.repeat_interleave(torch.arange(self.n, device=device),
+                                           self.crow[1:] - self.crow[:-1])
+
+    def __call__(self, Y, want_log: bool = False):
+        """``(F, Σ p log t)``; the second is 0.0 unless ``want_log``."""
+        torch = load_torch()
+        diff = Y.index_select(0, self.row) - Y.index_select(0, self.col)
+        d2 = (diff * diff).sum(1)
+        q = self.p / (1.0 + d2)
+        with warnings.catch_warnings():  # torch calls its CSR support "beta"
+            warnings.simplefilter("ignore", UserWarning)
+            Q = torch.sparse_csr_tensor(self.crow, self.col, q, (self.n, self.n),
+                                        check_invariants=False)
+        ones = torch.ones((self.n, 1), dtype=Y.dtype, device=Y.device)
+        sums = Q @ torch.cat([Y, ones], 1)
+        F = Y * sums[:, -1:] - sums[:, :-1]
+        plogt = 0.0
+        if want_log:
+            plogt = -(self.p64 * torch.log1p(d2.to(torch.float64))).sum()
+        return F, plogt

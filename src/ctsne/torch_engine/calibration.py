@@ -1,0 +1,87 @@
+"""Perplexity calibration on the device: the numba engine's bisection, over all rows at once.
+
+The same steps as :func:`ctsne.affinities.calibration.calibrate_row`, each a tensor
+operation over the rows still searching: distances divided by the row's largest,
+squared, shifted by the row's smallest; the precision doubled until the entropy falls
+below ``log(perplexity)``, then halved towards it; a row stops at the first step within
+``tol`` (the same constants), so each row ends where the numba engine's does. Always
+float64: the precisions span many orders of magnitude and P must match the numba
+engine's to 1e-6.
+
+Rows may carry their own perplexity and a mask of valid entries (the label-balanced P
+calibrates each block of a row over its filled slots at a perplexity scaled to them).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..affinities.calibration import CALIBRATE_MAX_ITER, CALIBRATE_TOL
+from .device import load_torch
+
+__all__ = ["calibrate_rows"]
+
+
+def calibrate_rows(dist, perplexity, valid=None, tol: float = CALIBRATE_TOL,
+                   max_iter: int = CALIBRATE_MAX_ITER):
+    """Row-stochastic ``p_{j|i}`` with the given perplexity, over ``valid`` entries.
+
+    Parameters
+    ----------
+    dist : tensor (n, k)
+        Distances to each row's neighbours.
+    perplexity : float or tensor (n,)
+        Per row, or one for all.
+    valid : bool tensor (n, k), optional
+        Entries that take part (others get 0); default all. A row without a valid entry
+        comes out all 0.
+    tol, max_iter
+        Entropy tolerance (nats) and most bisection steps, the numba engine's.
+
+    Returns
+    -------
+    tensor (n, k), float64
+    """
+    torch = load_torch()
+    dist = dist.to(torch.float64)
+    n, k = dist.shape
+    dev = dist.device
+    if valid is None:
+        valid = torch.ones_like(dist, dtype=torch.bool)
+    target = torch.log(torch.as_tensor(perplexity, dtype=torch.float64, device=dev))
+    target = target.expand(n).contiguous()
+    masked = torch.where(valid, dist, torch.zeros((), dtype=dist.dtype, device=dev))
+    top = masked.max(1).values
+    top = torch.where((top == 0) | ~torch.isfinite(top), torch.ones_like(top), top)
+    d2 = (masked / top[:, None]) ** 2
+    dmin = torch.where(valid, d2, torch.full_like(d2, math.inf)).min(1).values
+    shifted = torch.where(valid, d2 - dmin[:, None], torch.zeros_like(d2))
+    beta = torch.ones(n, dtype=torch.float64, device=dev)
+    lo = torch.zeros(n, dtype=torch.float64, device=dev)
+    hi = torch.full((n,), math.inf, dtype=torch.float64, device=dev)
+    out = torch.zeros_like(d2)
+    active = torch.nonzero(valid.any(1)).ravel()
+    for step in range(max_iter):
+        if active.numel() == 0:
+            break
+        sh, vb = shifted[active], valid[active]
+        b = beta[active]
+        e = torch.where(vb, torch.exp(-sh * b[:, None]), torch.zeros_like(sh))
+        s = e.sum(1)
+        entropy = torch.log(s) + b * (e * sh).sum(1) / s
+        diff = entropy - target[active]
+        done = diff.abs() < tol
+        if step == max_iter - 1:
+            done = torch.ones_like(done)
+        out[active[done]] = e[done] / s[done, None]
+        keep = ~done
+        a, b, diff = active[keep], b[keep], diff[keep]
+        flat = diff > 0  # too flat: sharpen
+        lo_a, hi_a = lo[a], hi[a]
+        new_lo = torch.where(flat, b, lo_a)
+        new_hi = torch.where(flat, hi_a, b)
+        grow = torch.where(torch.isinf(hi_a), 2.0 * b, 0.5 * (b + hi_a))
+        beta[a] = torch.where(flat, grow, 0.5 * (b + lo_a))
+        lo[a], hi[a] = new_lo, new_hi
+        active = a
+    return out

@@ -1,0 +1,332 @@
+"""The ct-SNE repulsion on the device: exact in blocks, or FFT interpolation batched over
+the classes of every prior term.
+
+As in :mod:`ctsne.forces.repulsion.conditional`, the pair weight expands into indicator
+terms (:meth:`ctsne.prior.Prior.terms`); each term's classes (the all-points term is one
+"class") are *groups*, and
+
+    Σ_j w_ij t_ij² (y_i − y_j) = Σ_terms coef · F_i(group of i),
+    S = Σ_terms coef · Σ_groups Z(group).
+
+**FFT** (:class:`FFTRepulsion`, d ≤ 2). The numba engine's interpolation scheme
+(:mod:`ctsne.forces.repulsion.fft`), with its grid rule (:func:`~ctsne.forces.repulsion.fft.
+grid_shape`) per group: every group gets its own bounding box, node spacing and stencils
+(the p nearest nodes of a point, Lagrange weights), so a group's result equals
+``repulsion_fft`` of that group alone up to rounding. What differs is the batching: all
+groups' charges lie in one ``(groups, 2M₀[, 2M₁])`` tensor padded to the largest group's
+circulant size, spread by one ``index_add_`` per term, transformed by one batched
+``torch.fft.rfftn``, multiplied by the kernel spectra (one per distinct node spacing,
+cached) and transformed back by one batched ``irfftn``; the forces are gathered by one
+indexed read per term. ``Z`` comes from the charge spectra (Parseval), less the
+self-pairs as interpolated. No Python loop runs over classes.
+
+**Exact** (:func:`exact_repulsion`): ``w_ij t_ij² (y_i − y_j)`` summed over all pairs in
+blocks of rows, any d; the reference and the small-n path.
+
+float32: the charges, spectra and potentials in float32 carry ~1e-6 relative rounding,
+far below the interpolation's ~2e-4; the sums that form ``Z`` accumulate in float64.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from ..forces.repulsion.fft import BOXES_PER_UNIT, MIN_BOXES, N_INTERP, grid_shape
+from .device import load_torch
+
+__all__ = ["FFTRepulsion", "Groups", "exact_repulsion"]
+
+# Pairs per block of rows of the exact kernel (each pair holds d differences).
+EXACT_BLOCK_PAIRS = 1 << 22
+# Points per chunk of the spreading and gathering (each holds p^d stencil entries).
+POINT_CHUNK = 1 << 20
+# Kernel spectra kept (one per node spacing and grid size): a slowly growing layout and
+# classes of the same span reuse them.
+SPECTRA_KEPT = 8
+
+
+class Groups:
+    """The prior's terms as groups of points on the device.
+
+    Parameters
+    ----------
+    terms : list of PriorTerm
+    n : int
+    device : torch.device
+
+    Attributes
+    ----------
+    member : int64 tensor (T, n)
+        The group (numbered over all terms) of each point in each term.
+    coef : float64 tensor (G,)
+        The coefficient of each group's term.
+    coefs : list of float
+        Per term.
+    """
+
+    def __init__(self, terms, n: int, device):
+        torch = load_torch()
+        member, coef, start = [], [], 0
+        for term in terms:
+            if term.codes is None:
+                member.append(torch.full((n,), start, dtype=torch.int64, device=device))
+                size = 1
+            else:
+                member.append(torch.as_tensor(np.asarray(term.codes, dtype=np.int64),
+                                              device=device) + start)
+                size = int(term.n_groups)
+            coef += [float(term.coef)] * size
+            start += size
+        self.member = torch.stack(member)
+        self.coef = torch.tensor(coef, dtype=torch.float64, device=device)
+        self.coefs = [float(t.coef) for t in terms]
+        self.n_groups = start
+
+    def weights_of_pairs(self, rows, cols):
+        """``w_ij`` (float64) of the pairs ``(rows[e], cols[e])``."""
+        torch = load_torch()
+        w = torch.zeros(rows.shape, dtype=torch.float64, device=rows.device)
+        for t, c in enumerate(self.coefs):
+            w += c * (self.member[t, rows] == self.member[t, cols]).to(torch.float64)
+        return w
+
+    def weights(self, rows):
+        """Pair weights ``w_ij`` between ``rows`` (index tensor) and all points."""
+        torch = load_torch()
+        m = self.member
+        w = None
+        for t, c in enumerate(self.coefs):
+            same = (m[t, rows][:, None] == m[t][None, :]).to(torch.float64) * c
+            w = same if w is None else w + same
+        return w
+
+
+def exact_repulsion(Y, groups: Groups):
+    """``F_i = Σ_j w_ij t_ij² (y_i − y_j)`` and ``S = Σ_{i≠j} w_ij t_ij``, all pairs.
+
+    Parameters
+    ----------
+    Y : tensor (n, d)
+    groups : Groups
+
+    Returns
+    -------
+    F : tensor (n, d), like Y
+    S : float64 tensor ()
+    """
+    torch = load_torch()
+    n, d = Y.shape
+    F = torch.empty_like(Y)
+    S = torch.zeros((), dtype=torch.float64, device=Y.device)
+    rows = max(1, EXACT_BLOCK_PAIRS // max(n * d, 1))
+    for s in range(0, n, rows):
+        e = min(n, s + rows)
+        r = torch.arange(s, e, device=Y.device)
+        diff = Y[s:e, None, :] - Y[None, :, :]
+        t = 1.0 / (1.0 + (diff * diff).sum(-1))
+        t[torch.arange(e - s, device=Y.device), r] = 0.0  # no self-pairs
+        wt = groups.weights(r).to(Y.dtype) * t
+        S = S + wt.sum(dtype=torch.float64)
+        F[s:e] = ((wt * t)[..., None] * diff).sum(1)
+    return F, S
+
+
+class FFTRepulsion:
+    """The batched FFT engine for a fixed set of groups (see the module docstring).
+
+    Parameters
+    ----------
+    groups : Groups
+    d : int
+        1 or 2.
+    n_interp, min_boxes, boxes_per_unit
+        The grid rule of :func:`ctsne.forces.repulsion.fft.grid_shape` (its defaults).
+    """
+
+    def __init__(self, groups: Groups, d: int, n_interp: int = N_INTERP,
+                 min_boxes: int = MIN_BOXES, boxes_per_unit: float = BOXES_PER_UNIT):
+        if d not in (1, 2):
+            raise ValueError(f"the FFT repulsion needs 1 or 2 output dimensions, got {d}")
+        torch = load_torch()
+        self.groups, self.d, self.p = groups, d, n_interp
+        self.min_boxes, self.boxes_per_unit = min_boxes, boxes_per_unit
+        nodes = np.arange(n_interp, dtype=np.float64)
+        diff = nodes[:, None] - nodes[None, :]
+        np.fill_diagonal(diff, 1.0)
+        self._inv_denom = torch.tensor(1.0 / diff.prod(axis=1))
+        self._spectra: OrderedDict = OrderedDict()
+
+    # ---------------------------------------------------------------- geometry
+    def _plan(self, Y):
+        """Per group: origin, inverse spacing, node count, spacing (host arrays), and the
+        common half-length M of the circulant grid."""
+        torch = load_torch()
+        g = self.groups
+        G, d = g.n_groups, self.d
+        ids = g.member.reshape(-1)
+        src = Y.detach().to(torch.float64).repeat(g.member.shape[0], 1)
+        idx = ids[:, None].expand(-1, d)
+        lo = torch.full((G, d), np.inf, dtype=torch.float64, device=Y.device)
+        hi = torch.full((G, d), -np.inf, dtype=torch.float64, device=Y.device)
+        lo = lo.scatter_reduce(0, idx, src, "amin").cpu().numpy()
+        hi = hi.scatter_reduce(0, idx, src, "amax").cpu().numpy()
+        if not (np.all(np.isfinite(lo[np.isfinite(hi)]))):
+            raise ValueError("Y contains non-finite values")
+        empty = ~np.isfinite(lo[:, 0])
+        lo[empty], hi[empty] = 0.0, 1.0
+        span = hi - lo
+        flat = span <= 0  # a flat dimension still needs a box of positive width
+        span = np.where(flat, 1.0, span)
+        lo = np.where(flat, lo - 0.5, lo)
+        delta = np.empty((G, d))
+        n_nodes = np.empty((G, d), dtype=np.int64)
+        half = np.empty((G, d), dtype=np.int64)
+        for k in range(G):
+            delta[k], n_nodes[k], half[k] = grid_shape(span[k], self.p, self.min_boxes,
+                                                       self.boxes_per_unit)
+        origin = lo - ((self.p - 1) // 2) * delta
+        return origin, delta, n_nodes, half.max(axis=0)
+
+    def _stencils(self, Y, gid, origin, inv_delta, last):
+        """First node and Lagrange weights (chunk, d, p) of each point's stencil in its
+        group ``gid``."""
+        torch = load_torch()
+        p = self.p
+        x = (Y.to(origin.dtype) - origin[gid]) * inv_delta[gid]
+        start = torch.floor(x - 0.5 * p + 1.0)
+        start = torch.minimum(torch.clamp(start, min=0.0), last[gid].to(x.dtype))
+        u = (x - start)[..., None] - torch.arange(p, dtype=x.dtype, device=x.device)
+        w = torch.empty(u.shape, dtype=x.dtype, device=x.device)
+        inv_denom = self._inv_denom.to(x.device, x.dtype)
+        for a in range(p):
+            prod = inv_denom[a].expand(u.shape[:-1]).clone()
+            for b in range(p):
+                if b != a:
+                    prod = prod * u[..., b]
+            w[..., a] = prod
+        return start.to(torch.int64), w.to(Y.dtype)
+
+    def _flat(self, gid, start, shape):
+        """Flat indices (chunk, p^d) of each point's stencil nodes in the charge tensor."""
+        torch = load_torch()
+        p = self.p
+        ar = torch.arange(p, device=gid.device)
+        if self.d == 1:
+            return (gid * shape[0] + start[:, 0])[:, None] + ar[None, :]
+        rows = start[:, 0, None] + ar[None, :]  # (chunk, p)
+        cols = start[:, 1, None] + ar[None, :]
+        base = gid[:, None, None] * (shape[0] * shape[1])
+        return (base + rows[:, :, None] * shape[1] + cols[:, None, :]).reshape(len(gid), -1)
+
+    @staticmethod
+    def _outer(w):
+        """Stencil weights (chunk, p^d) from per-axis ones (chunk, d, p)."""
+        if w.shape[1] == 1:
+            return w[:, 0]
+        return (w[:, 0, :, None] * w[:, 1, None, :]).reshape(len(w), -1)
+
+    # ---------------------------------------------------------------- kernels
+    def _kernel_spectra(self, delta, half, dtype, device):
+        """rfft spectra of ``t`` (real part) and of the force kernels ``t² v`` on the
+        circulant grid of half-length ``half`` and spacing ``delta``."""
+        torch = load_torch()
+        key = (tuple(delta.tolist()), tuple(half.tolist()), dtype, str(device))
+        if key in self._spectra:
+            self._spectra.move_to_end(key)
+            return self._spectra[key]
+        axes = []
+        for k in range(self.d):
+            L = 2 * int(half[k])
+            j = torch.arange(L, dtype=torch.float64, device=device)
+            off = torch.where(j <= half[k], j, j - L)
+            axes.append(off * float(delta[k]))
+        grids = torch.meshgrid(*axes, indexing="ij")
+        r2 = sum(v * v for v in grids)
+        t = 1.0 / (1.0 + r2)
+        kernels = [t]
+        for k, v in enumerate(grids):
+            f = t * t * v
+            # offset ±M is one node of the circulant grid; no pair of nodes reaches it
+            idx = [slice(None)] * self.d
+            idx[k] = int(half[k])
+            f[tuple(idx)] = 0.0
+            kernels.append(f)
+        spec = torch.fft.rfftn(torch.stack(kernels).to(dtype), dim=tuple(range(1, self.d + 1)))
+        out = (spec[0].real.contiguous(), spec[1:].contiguous())
+        self._spectra[key] = out
+        while len(self._spectra) > SPECTRA_KEPT:
+            self._spectra.popitem(last=False)
+        return out
+
+    def _self_pairs(self, w, delta_g):
+        """``Σ_ab w_a w_b t(η_a − η_b)`` per point (its own weights paired through t)."""
+        torch = load_torch()
+        p = self.p
+        ac = torch.stack([(w[..., : p - k] * w[..., k:]).sum(-1) for k in range(p)], -1)
+        ac = ac * torch.where(torch.arange(p, device=w.device) == 0, 1.0, 2.0).to(w.dtype)
+        off = torch.arange(p, dtype=torch.float64, device=w.device)
+        v = off[None, None, :] * delta_g[:, :, None]  # (chunk, d, p)
+        if self.d == 1:
+            t = 1.0 / (1.0 + v[:, 0] ** 2)
+            return (ac[:, 0].to(torch.float64) * t).sum(-1)
+        t = 1.0 / (1.0 + v[:, 0, :, None] ** 2 + v[:, 1, None, :] ** 2)
+        return torch.einsum("ia,ib,iab->i", ac[:, 0].to(torch.float64),
+                            ac[:, 1].to(torch.float64), t)
+
+    # ---------------------------------------------------------------- evaluation
+    def __call__(self, Y):
+        """``(F, S)``: the weighted repulsion (n, d) and normaliser (float64 scalar)."""
+        torch = load_torch()
+        g = self.groups
+        n, d = Y.shape
+        dev, dt = Y.device, Y.dtype
+        origin_h, delta_h, n_nodes_h, half = self._plan(Y)
+        shape = tuple(int(2 * h) for h in half)
+        origin = torch.as_tensor(origin_h, device=dev)
+        delta = torch.as_tensor(delta_h, device=dev)
+        inv_delta = 1.0 / delta
+        last = torch.as_tensor(n_nodes_h - self.p, device=dev)
+        G = g.n_groups
+        charges = torch.zeros(G * int(np.prod(shape)), dtype=dt, device=dev)
+        z_self = torch.zeros(G, dtype=torch.float64, device=dev)
+        for t in range(g.member.shape[0]):
+            for s in range(0, n, POINT_CHUNK):
+                gid = g.member[t, s:s + POINT_CHUNK]
+                start, w = self._stencils(Y[s:s + POINT_CHUNK], gid, origin, inv_delta, last)
+                flat = self._flat(gid, start, shape)
+                charges.index_add_(0, flat.reshape(-1), self._outer(w).reshape(-1))
+                z_self.index_add_(0, gid, self._self_pairs(w, delta[gid]))
+        dims = tuple(range(1, d + 1))
+        C = torch.fft.rfftn(charges.view(G, *shape), dim=dims)
+        del charges
+        # Parseval: Σ c·(T*c) over the grid; conjugate columns of the last axis count twice
+        last_len = shape[-1] // 2 + 1
+        twice = torch.full((last_len,), 2.0, dtype=torch.float64, device=dev)
+        twice[0] = twice[-1] = 1.0
+        power = (C.real ** 2 + C.imag ** 2).to(torch.float64) * twice
+        pot_spec = torch.empty((G, d, *C.shape[1:]), dtype=C.dtype, device=dev)
+        z_all = torch.empty(G, dtype=torch.float64, device=dev)
+        # one kernel spectrum per distinct spacing, applied to its groups together
+        spacings, which = np.unique(delta_h, axis=0, return_inverse=True)
+        which = np.asarray(which).reshape(-1)
+        for u, sp in enumerate(spacings):
+            sel = torch.as_tensor(np.flatnonzero(which == u), device=dev)
+            t_hat, f_hat = self._kernel_spectra(sp, half, dt, dev)
+            z_all[sel] = (power[sel] * t_hat.to(torch.float64)).sum(dim=dims)
+            pot_spec[sel] = C[sel][:, None] * f_hat[None]
+        del C, power
+        pot = torch.fft.irfftn(pot_spec, s=shape, dim=tuple(range(2, d + 2)))
+        del pot_spec
+        pot = pot.reshape(G, d, -1).permute(0, 2, 1).reshape(-1, d)
+        F = torch.zeros_like(Y)
+        # the stencils again (cheaper than keeping n·p^d indices per term in memory)
+        for t in range(g.member.shape[0]):
+            for s in range(0, n, POINT_CHUNK):
+                gid = g.member[t, s:s + POINT_CHUNK]
+                start, w = self._stencils(Y[s:s + POINT_CHUNK], gid, origin, inv_delta, last)
+                vals = pot[self._flat(gid, start, shape)]  # (chunk, p^d, d)
+                F[s:s + len(gid)] += g.coefs[t] * (self._outer(w)[..., None] * vals).sum(1)
+        Z = z_all / float(np.prod(shape)) - z_self
+        return F, (g.coef * Z).sum()

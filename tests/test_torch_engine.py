@@ -1,0 +1,221 @@
+"""The torch engine (ctsne.torch_engine) against the numba engine and exact references.
+
+All on the CPU (``device="cpu"``): the same code runs on CUDA. Skipped when torch is not
+installed (``pip install ctsne[gpu]``; CI's .ci/run installs the CPU build).
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+torch = pytest.importorskip("torch", reason="the torch engine needs PyTorch "
+                            "(pip install 'ctsne[gpu]'); .ci/run installs the CPU build")
+
+from ctsne.affinities.calibration import calibrate, calibrate_row  # noqa: E402
+from ctsne.affinities.modes import input_affinities  # noqa: E402
+from ctsne.forces.gradient import ConditionalGradient  # noqa: E402
+from ctsne.forces.objective import exact_objective  # noqa: E402
+from ctsne.forces.repulsion.fft import repulsion_fft  # noqa: E402
+from ctsne.prior import PriorTerm, make_prior  # noqa: E402
+from ctsne.torch_engine.affinities import device_affinities  # noqa: E402
+from ctsne.torch_engine.calibration import calibrate_rows  # noqa: E402
+from ctsne.torch_engine.gradient import TorchGradient  # noqa: E402
+from ctsne.torch_engine.neighbors import block_knn  # noqa: E402
+from ctsne.torch_engine.repulsion import FFTRepulsion, Groups, exact_repulsion  # noqa: E402
+
+CPU = torch.device("cpu")
+
+
+def _rel(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Three classes, one of them set apart, and a second prior independent of them."""
+    rng = np.random.default_rng(3)
+    n = 420
+    codes = rng.integers(0, 3, n)
+    other = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 6)) + 4.0 * (codes == 1)[:, None] + 1.5 * other[:, None]
+    return X, codes, other
+
+
+def _layout(n, seed=0, scale=4.0):
+    return np.random.default_rng(seed).normal(size=(n, 2)) * np.array([scale, 0.6 * scale])
+
+
+# ---------------------------------------------------------------- repulsion
+@pytest.mark.parametrize("d", [1, 2])
+def test_batched_fft_equals_the_per_class_loop_of_numba_fft(d):
+    # every group (the all-points term and each class) on its own grid, as repulsion_fft
+    # builds it for that group alone: the batched FFT must give the same sums
+    rng = np.random.default_rng(1)
+    n = 1500
+    codes = rng.integers(0, 4, n)
+    Y = _layout(n, 2, 8.0)[:, :d] + 15.0 * (codes == 2)[:, None]
+    terms = [PriorTerm(0.02, None, 1), PriorTerm(1.7, codes, 4)]
+    F_loop, S_loop = np.zeros_like(Y), 0.0
+    for term in terms:
+        groups = [np.ones(n, bool)] if term.codes is None else [codes == c for c in range(4)]
+        for mask in groups:
+            f, z = repulsion_fft(Y[mask])
+            F_loop[mask] += term.coef * f
+            S_loop += term.coef * z
+    engine = FFTRepulsion(Groups(terms, n, CPU), d)
+    F, S = engine(torch.tensor(Y))
+    assert _rel(F, F_loop) < 1e-10
+    assert abs(float(S) / S_loop - 1) < 1e-10
+    F32, S32 = engine(torch.tensor(Y, dtype=torch.float32))
+    assert _rel(F32, F_loop) < 1e-4 and abs(float(S32) / S_loop - 1) < 1e-5
+    # and the interpolation itself against all pairs
+    Fe, Se = exact_repulsion(torch.tensor(Y), engine.groups)
+    assert _rel(F, Fe) < 2e-3 and abs(float(S) / float(Se) - 1) < 1e-4
+
+
+def test_exact_repulsion_weights_every_pair():
+    rng = np.random.default_rng(2)
+    n = 40
+    Y = rng.normal(size=(n, 3))
+    a, b = rng.integers(0, 2, n), rng.integers(0, 3, n)
+    # w_ij = (0.3 + 1.1[a]) (0.5 + 0.8[b]) expanded into indicator terms
+    terms = [PriorTerm(0.15, None, 1), PriorTerm(0.55, a, 2), PriorTerm(0.24, b, 3),
+             PriorTerm(0.88, a * 3 + b, 6)]
+    F, S = exact_repulsion(torch.tensor(Y), Groups(terms, n, CPU))
+    W = (0.3 + 1.1 * (a[:, None] == a)) * (0.5 + 0.8 * (b[:, None] == b))
+    diff = Y[:, None, :] - Y[None, :, :]
+    T = 1.0 / (1.0 + (diff ** 2).sum(-1))
+    np.fill_diagonal(T, 0.0)
+    assert np.allclose(F.numpy(), ((W * T * T)[..., None] * diff).sum(1), rtol=1e-12)
+    assert np.isclose(float(S), (W * T).sum(), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- gradient
+@pytest.fixture(scope="module")
+def problem(blobs):
+    X, codes, other = blobs
+    P = input_affinities(X, 20.0, codes, "balanced", 0.85).P
+    return P, codes, other
+
+
+@pytest.mark.parametrize("which", ["none", "one", "product"])
+def test_gradient_matches_the_numba_engine(problem, which):
+    P, codes, other = problem
+    n = P.shape[0]
+    prior = {"none": None, "one": make_prior(codes, n, beta=0.05),
+             "product": make_prior(np.c_[codes, other], n, beta=0.1, combine="product")}[which]
+    Y = _layout(n, 5, 3.0)
+    ref, kl_ref = ConditionalGradient(P, prior, 2, "exact")(Y.copy(), 3.0, True)
+    g64, kl64 = TorchGradient(P, prior, 2, "exact", CPU, torch.float64)(torch.tensor(Y), 3.0,
+                                                                          True)
+    assert _rel(g64, ref) < 1e-5 and abs(kl64 - kl_ref) < 1e-9
+    g32, kl32 = TorchGradient(P, prior, 2, "exact", CPU, torch.float32)(
+        torch.tensor(Y, dtype=torch.float32), 3.0, True)
+    assert g32.dtype == torch.float32
+    assert _rel(g32, ref) < 1e-3 and abs(kl32 - kl_ref) < 1e-4
+    # the FFT path carries only the interpolation error
+    gf, klf = TorchGradient(P, prior, 2, "fft", CPU, torch.float64)(torch.tensor(Y), 3.0, True)
+    assert _rel(gf, ref) < 5e-3 and abs(klf - kl_ref) < 1e-3
+
+
+def test_gradient_and_kl_match_the_exact_objective_and_finite_differences(problem):
+    P, codes, _ = problem
+    n = P.shape[0]
+    prior = make_prior(codes, n, beta=0.05)
+    Y = _layout(n, 6, 2.0)
+    kl_ref, grad_ref = exact_objective(P, Y, codes, beta=0.05)
+    grad = TorchGradient(P, prior, 2, "exact", CPU, torch.float64)
+    g, kl = grad(torch.tensor(Y), 1.0, True)
+    assert abs(kl - kl_ref) < 1e-10
+    assert _rel(g, grad_ref) < 1e-10
+    # central differences of the engine's own KL along a few coordinates
+    rng = np.random.default_rng(0)
+    h = 1e-5
+    for i, k in zip(rng.choice(n, 6, replace=False), rng.integers(0, 2, 6), strict=True):
+        up, down = Y.copy(), Y.copy()
+        up[i, k] += h
+        down[i, k] -= h
+        fd = (grad.kl(up) - grad.kl(down)) / (2 * h)
+        assert abs(fd - float(g[i, k])) < 1e-6 + 1e-4 * abs(fd)
+
+
+def test_unsupported_methods_are_refused():
+    from ctsne.torch_engine.device import check_torch_options
+
+    with pytest.raises(ValueError, match="Barnes-Hut runs on backend='numba'"):
+        check_torch_options("cpu", "auto", "bh", 2)
+    with pytest.raises(ValueError, match="method='fft' supports n_components ≤ 2"):
+        check_torch_options("cpu", "auto", "fft", 3)
+
+
+# ---------------------------------------------------------------- calibration, kNN, P
+def test_calibration_matches_the_numba_bisection():
+    rng = np.random.default_rng(4)
+    dist = np.sort(rng.gamma(2.0, 1.0, size=(300, 45)), axis=1)
+    dist[:10] *= 1e-6  # tiny and huge scales calibrate the same (relative distances)
+    dist[10:20] *= 1e5
+    ours = calibrate_rows(torch.tensor(dist), 15.0).numpy()
+    assert np.abs(ours - calibrate(dist, 15.0)).max() < 1e-9
+    # per-row perplexities over a prefix of valid entries, as the balanced blocks do
+    filled = rng.integers(3, 46, 300)
+    valid = np.arange(45)[None, :] < filled[:, None]
+    perp = np.maximum(1.0, 15.0 * filled / 45)
+    ours = calibrate_rows(torch.tensor(np.where(valid, dist, np.inf)), torch.tensor(perp),
+                          torch.tensor(valid)).numpy()
+    for i in range(300):
+        ref = np.zeros(45)
+        calibrate_row(dist[i, :filled[i]].copy(), perp[i], 1e-8, 200, ref[:filled[i]])
+        assert np.abs(ours[i] - ref).max() < 1e-9
+    assert np.allclose(ours.sum(1), 1.0) and np.all(ours[~valid] == 0)
+
+
+@pytest.mark.parametrize("work", ["float64", "float32"])
+def test_block_knn_is_exact(work):
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(700, 12)) * 50.0 + 1e3  # far from the origin: the expanded form
+    i, d = block_knn(torch.tensor(X), torch.tensor(X), 25, same=True,   # cancels there
+                     work_dtype=getattr(torch, work))
+    d_ref, i_ref = NearestNeighbors(n_neighbors=26).fit(X).kneighbors(X)
+    assert np.array_equal(i.numpy(), i_ref[:, 1:])
+    assert np.allclose(d.numpy(), d_ref[:, 1:], rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode, weight", [("standard", None), ("balanced", 0.85),
+                                          ("balanced", 0.6), ("revised", None)])
+def test_P_equals_the_numba_engines(blobs, mode, weight):
+    X, codes, _ = blobs
+    ref = input_affinities(X, 20.0, codes, mode, weight, neighbors="exact")
+    built, plan = device_affinities(X, 20.0, codes, mode, weight, device=CPU)
+    assert plan == "device" and built.mode == ref.mode == mode
+    assert built.P.shape == ref.P.shape and sp.isspmatrix_csr(built.P)
+    assert abs(built.P - ref.P).max() <= 1e-6
+    assert abs(built.P - built.P.T).max() < 1e-15 and np.isclose(built.P.sum(), 1.0)
+
+
+def test_auto_P_switches_where_the_prior_separates(blobs):
+    X, codes, other = blobs
+    # `other` shifts X by 1.5 only: the standard P mixes it, and "auto" keeps that P
+    kept, _ = device_affinities(X, 20.0, other, "auto", device=CPU)
+    ref = input_affinities(X, 20.0, other, "standard", neighbors="exact")
+    assert kept.mode == "standard" and abs(kept.P - ref.P).max() <= 1e-6
+    # three classes, one far from the others, separate: the balanced P at the default
+    # own-class share
+    rng = np.random.default_rng(8)
+    far = rng.normal(size=(300, 4)) + 30.0 * (np.arange(300) % 3)[:, None]
+    switched, _ = device_affinities(far, 15.0, np.arange(300) % 3, "auto", device=CPU)
+    ref = input_affinities(far, 15.0, np.arange(300) % 3, "balanced", 0.85, neighbors="exact")
+    assert switched.mode == "balanced" and switched.standard_mixing.separates
+    assert abs(switched.P - ref.P).max() <= 1e-6
+
+
+def test_P_with_many_classes_pools_the_other_classes():
+    # more than PER_CLASS_UP_TO other classes: one pooled other-class block
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(360, 5))
+    codes = np.arange(360) % 12
+    ref = input_affinities(X, 10.0, codes, "balanced", 0.7, neighbors="exact")
+    built, _ = device_affinities(X, 10.0, codes, "balanced", 0.7, device=CPU)
+    assert abs(built.P - ref.P).max() <= 1e-6
