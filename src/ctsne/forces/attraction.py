@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from .._parallel import kernel
 
-__all__ = ["Attraction", "attraction"]
+__all__ = ["Attraction", "attraction", "attraction_to_fixed"]
 
 # Above this many points, 2-D partner coordinates are read from a float32 copy of Y. The
 # partners of a row are scattered over the layout, so the pass is bound by those reads,
@@ -19,6 +19,37 @@ __all__ = ["Attraction", "attraction"]
 SINGLE_PRECISION_ABOVE = 50_000
 # Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
 PARALLEL_FROM_NNZ = 40_000
+
+
+@kernel(PARALLEL_FROM_NNZ)
+def _fixed_kernel(Y, Y_ref, idx, cond):
+    m, d = Y.shape
+    F = np.zeros((m, d))
+    for i in numba.prange(m):
+        for a in range(idx.shape[1]):
+            j = idx[i, a]
+            d2 = 0.0
+            for k in range(d):
+                diff = Y[i, k] - Y_ref[j, k]
+                d2 += diff * diff
+            pt = cond[i, a] / (1.0 + d2)
+            for k in range(d):
+                F[i, k] += pt * (Y[i, k] - Y_ref[j, k])
+    return F
+
+
+def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
+                        cond: np.ndarray) -> np.ndarray:
+    """``Σ_a cond[i, a] · t_ij (y_i − y_j)`` with ``j = idx[i, a]``, ``t = 1/(1 + |Δy|²)``.
+
+    The attraction of points ``Y`` (m, d) to fixed points ``Y_ref`` (placing new points
+    into a fitted map): row i of ``idx`` and ``cond`` (m, k) lists its partners and their
+    weights.
+    """
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    return _fixed_kernel(Y, np.ascontiguousarray(Y_ref, dtype=np.float64),
+                         np.ascontiguousarray(idx, dtype=np.int64),
+                         np.ascontiguousarray(cond, dtype=np.float64), work=idx.size)
 
 
 @kernel(PARALLEL_FROM_NNZ)

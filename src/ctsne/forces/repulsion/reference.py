@@ -39,6 +39,12 @@ PARALLEL_FROM_QUERIES = 1000
 # Tasks per thread of a parallel walk: the cost of a point varies with the density around
 # it, and more, smaller tasks even out the threads' shares.
 TASKS_PER_THREAD = 8
+# Fields (2-D): built for a term when its tree walks over the calls to come, counted as
+# n_calls · rows · log2(class size) cell visits, reach FIELD_FROM times the padded grid's
+# nodes (the FFTs cost ~4 transforms of it; a cell visit ~10 ns, a transformed node
+# ~30 ns, measured roughly on this machine), and within FIELD_BYTES of memory in all.
+FIELD_FROM = 10.0
+FIELD_BYTES = 1 << 30
 
 
 @numba.njit(cache=True)
@@ -182,7 +188,10 @@ class ReferenceRepulsion:
     The pair weight ``Π_m (β'_m + (α'_m − β'_m)[same class in m])`` expands into one term
     per subset of the prior columns ("same class in all of them",
     :func:`ctsne.prior.weight_terms`), each a plain sum over the reference points of one
-    joint class: one tree per class that new points belong to.
+    joint class that new points belong to. In 2-D each such sum is read from its field
+    tabulated once on a grid (:mod:`ctsne.forces.repulsion.field`) where the evaluations
+    to come repay the grid's FFTs; otherwise, and for new points off the grid, a tree over
+    the class is walked (built when first needed).
 
     Parameters
     ----------
@@ -192,17 +201,25 @@ class ReferenceRepulsion:
     alphas, betas : sequence of float
         α'_m and β'_m per column.
     theta : float
-        Barnes-Hut opening angle (0: exact).
+        Barnes-Hut opening angle of the trees (0: exact, and no fields).
+    n_calls : int, optional
+        Evaluations expected (iterations of the placement): fields are built for the terms
+        whose evaluations by tree would cost more than the field's FFTs. None: no fields.
+    field_bytes : int
+        Most memory for the fields together; terms past it use trees.
     """
 
-    def __init__(self, Y_ref, codes_ref, codes_new, alphas, betas, theta: float = 0.5):
+    def __init__(self, Y_ref, codes_ref, codes_new, alphas, betas, theta: float = 0.5,
+                 n_calls: int | None = None, field_bytes: int = FIELD_BYTES):
         self.theta = float(theta)
+        self.Y_ref = np.asarray(Y_ref, dtype=np.float64)
         m = len(codes_new[0]) if codes_new else None
-        self.terms: list[tuple[float, np.ndarray | None, ReferenceTree]] = []
+        # (coef, rows of the new points or None for all, members of the reference or None)
+        terms: list[tuple[float, np.ndarray | None, np.ndarray | None]] = []
         for coef, subset in weight_terms(alphas, betas):
             coef = float(coef)
             if not subset:
-                self.terms.append((coef, None, ReferenceTree(Y_ref)))
+                terms.append((coef, None, None))
                 continue
             ref = np.stack([codes_ref[k] for k in subset], axis=1)
             new = np.stack([codes_new[k] for k in subset], axis=1)
@@ -216,20 +233,61 @@ class ReferenceRepulsion:
             for g in np.unique(g_new[g_new >= 0]):
                 members = np.flatnonzero(g_ref == g)
                 if len(members):
-                    self.terms.append((coef, np.flatnonzero(g_new == g),
-                                       ReferenceTree(Y_ref[members])))
+                    terms.append((coef, np.flatnonzero(g_new == g), members))
+        grid = None
+        if n_calls is not None and self.theta > 0 and self.Y_ref.shape[1] == 2 and terms:
+            from .field import FieldGrid
+
+            grid = FieldGrid(self.Y_ref, workers=numba.get_num_threads())
+        budget = field_bytes
+        self.terms: list[list] = []  # [coef, rows, members, field or None, tree or None]
+        for coef, rows, members in terms:
+            field = None
+            if grid is not None and grid.nbytes <= budget:
+                # the all-points term (every new point): always; a class term when its
+                # tree walks (~log2(class) cell visits per point and call) cost more
+                pays = rows is None or (n_calls * len(rows) * max(1.0, np.log2(len(members)))
+                                        >= FIELD_FROM * np.prod(grid.shape))
+                if pays:
+                    from .field import ReferenceField
+
+                    field = ReferenceField(self.Y_ref if members is None
+                                           else self.Y_ref[members], grid)
+                    budget -= grid.nbytes
+            self.terms.append([coef, rows, members, field, None])
+
+    def _tree(self, term: list) -> ReferenceTree:
+        if term[4] is None:
+            term[4] = ReferenceTree(self.Y_ref if term[2] is None else self.Y_ref[term[2]])
+        return term[4]
+
+    def fields_used(self) -> int:
+        """Number of terms read from a tabulated field."""
+        return sum(t[3] is not None for t in self.terms)
 
     def __call__(self, Y_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(F, Z)`` at the new points ``Y_new`` (m, d)."""
         Y_new = np.ascontiguousarray(Y_new, dtype=np.float64)
         F = np.zeros_like(Y_new)
         Z = np.zeros(len(Y_new))
-        for coef, rows, tree in self.terms:
-            if rows is None:
-                tree.add(Y_new, self.theta, coef, F, Z)
+        for term in self.terms:
+            coef, rows, _, field, _ = term
+            Yq = Y_new if rows is None else np.ascontiguousarray(Y_new[rows])
+            Fg, Zg = np.zeros_like(Yq), np.zeros(len(Yq))
+            if field is not None:
+                off = field.add(Yq, coef, Fg, Zg)
+                if len(off):  # points off the grid: the tree, for those only
+                    Fo, Zo = np.zeros((len(off), Yq.shape[1])), np.zeros(len(off))
+                    self._tree(term).add(np.ascontiguousarray(Yq[off]), self.theta, coef,
+                                         Fo, Zo)
+                    Fg[off] += Fo
+                    Zg[off] += Zo
             else:
-                Fg, Zg = np.zeros((len(rows), Y_new.shape[1])), np.zeros(len(rows))
-                tree.add(np.ascontiguousarray(Y_new[rows]), self.theta, coef, Fg, Zg)
+                self._tree(term).add(Yq, self.theta, coef, Fg, Zg)
+            if rows is None:
+                F += Fg
+                Z += Zg
+            else:
                 F[rows] += Fg
                 Z[rows] += Zg
         return F, Z
