@@ -128,7 +128,9 @@ def check_X(X) -> np.ndarray:
         if not complex_values:
             X = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(
+        # numpy's class, as scikit-learn keeps it: text that is no number is a bad value
+        # (ValueError), an object that is no number at all (a dict) a bad type (TypeError)
+        raise type(exc)(
             f"X must be a numeric array of shape (n_samples, n_features): {exc}"
         ) from None
     if complex_values:

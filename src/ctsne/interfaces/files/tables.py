@@ -89,6 +89,13 @@ def _text_column(values: np.ndarray) -> np.ndarray:
         return obj
 
 
+def _not_text(path: Path, exc: UnicodeDecodeError) -> DataError:
+    """The error for a text table that is not UTF-8 (or is not text at all)."""
+    return DataError(f"{path}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} "
+                     f"at byte {exc.start}); save the table as UTF-8, or give a binary "
+                     "table a .parquet, .npz or .h5ad name")
+
+
 def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
     """Header + rows as raw strings, one array per column (pandas' fast parser if present)."""
     try:
@@ -101,7 +108,9 @@ def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
                                 na_filter=False, skipinitialspace=True)
         except pd.errors.EmptyDataError:
             raise DataError(f"{path}: the file is empty") from None
-        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise _not_text(path, exc) from None
+        except pd.errors.ParserError as exc:
             raise DataError(f"{path}: cannot parse: {str(exc).strip()}") from None
         raw = [frame[c].to_numpy(dtype=object) for c in frame.columns]
         # pandas calls an empty header "Unnamed: j"; undo that to agree with the csv module
@@ -111,7 +120,7 @@ def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
             with open_text(path) as fh:
                 rows = [r for r in csv.reader(fh, delimiter=sep, skipinitialspace=True) if r]
         except UnicodeDecodeError as exc:
-            raise DataError(f"{path}: cannot parse: {exc}") from None
+            raise _not_text(path, exc) from None
         if not rows:
             raise DataError(f"{path}: the file is empty")
         names = rows[0]
@@ -173,8 +182,11 @@ def detect_separator(path: Path) -> str:
     str
         ``","`` when no candidate splits the lines consistently.
     """
-    with open_text(path) as fh:
-        lines = [line for line in (fh.readline() for _ in range(6)) if line.strip()]
+    try:
+        with open_text(path) as fh:
+            lines = [line for line in (fh.readline() for _ in range(6)) if line.strip()]
+    except UnicodeDecodeError as exc:
+        raise _not_text(path, exc) from None
     if not lines:
         return ","
     rows = {sep: [len(next(csv.reader([line], delimiter=sep))) for line in lines]
