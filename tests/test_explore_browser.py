@@ -514,9 +514,10 @@ def test_page_fits_the_window_and_hover_shows_one_point(driver, tmp_path):
 
 
 def test_a_new_map_is_framed_to_its_own_points(driver, tmp_path):
-    """Issue 22, item 3: after the user zoomed the map, the live frames of the next run
-    and the finished map are framed to their own points (they were drawn inside the
-    zoomed view of the old map: a speck at the start, cut off at the end).
+    """Issue 22, item 3: after the user box-selected and zoomed the map, the live frames
+    of the next run and the finished map are framed to their own points (they were drawn
+    inside the zoomed view of the old map: a speck at the start, cut off at the end; and
+    the view spanned the last selection box too), and Reset frames the new map again.
     Screenshots: /tmp/ctsne-explore-live.png, /tmp/ctsne-explore-refit.png."""
     d = driver
     X, g = _data()
@@ -527,6 +528,11 @@ def test_a_new_map_is_framed_to_its_own_points(driver, tmp_path):
     try:
         _open(d, handle.url)
         before = _frame(d, "fig_map_b")
+        # a box selection out to the old map's far corner: its overlay must not count
+        # in the next map's view (a DataRange1d spans it by default)
+        far = (Y0[:, 0].max() + 0.15, Y0[:, 1].max() + 0.15)
+        _box_select(d, "fig_map_b", (np.median(Y0[:, 0]), np.median(Y0[:, 1])), far)
+        _wait(d, f"return {_MODEL}('points').selected.indices.length > 0", 10, "the box")
         _wheel(d, "fig_map_b", -400)  # zoom in: the view no longer follows the data
         _wait(d, f"return {_MODEL}('fig_map_b').x_range.end < {before[1]}", 10, "the zoom")
         d.execute_script(f"{_MODEL}('prior').value = ['g'];")
@@ -550,6 +556,16 @@ def test_a_new_map_is_framed_to_its_own_points(driver, tmp_path):
         box = [Y1[:, 0].min(), Y1[:, 0].max(), Y1[:, 1].min(), Y1[:, 1].max()]
         assert _framed(frame, box, fill=0.8) and _equal_scale(frame), (frame, box)
         assert _framed(_frame(d, "fig_map_a"), _drawn(d, "xa", "ya"))
+        # zoomed in, then Reset: the new map is framed again, whole and at equal scale
+        _wheel(d, "fig_map_b", -400)
+        _wait(d, f"return {_MODEL}('fig_map_b').x_range.end < {frame[1]}", 10, "the zoom")
+        assert not _framed(_frame(d, "fig_map_b"), box)
+        d.execute_script(f"""{_MODEL}('fig_map_b').toolbar.tools
+            .find(t => t.type === 'ResetTool').do.emit();""")
+        _wait(d, f"return {_MODEL}('fig_map_b').x_range.end >= {frame[1] - 1e-9}", 10,
+              "the reset")
+        frame = _frame(d, "fig_map_b")
+        assert _framed(frame, box, fill=0.8) and _equal_scale(frame), (frame, box)
         assert _severe(d) == []
     finally:
         handle.stop()
@@ -630,4 +646,96 @@ def test_label_columns_of_a_table_are_labels_on_the_page(driver, tmp_path, monke
         assert _rendered_ranking(d) == list(feats)
         assert _severe(d) == []
     finally:
+        handle.stop()
+
+
+# ------------------------------------------------------------------ issue 22, items 3, 8, 9
+def test_page_served_while_the_first_map_runs_then_umap_step_and_csv_export(driver, tmp_path):
+    """Issue 22, items 3 and 9: the page is served while the first map is computed and
+    shows its progress (the affinities phase, then live iterations), then frames the
+    finished map to its points. Issue 19: the method box runs a conditional UMAP step,
+    the same map as ``ConditionalUMAP`` fitted directly. Item 8: the CSV exported from
+    the page downloads in the browser and reopens with ``explore --embedding``, giving
+    the map that was shown. Screenshots: /tmp/ctsne-explore-first-map.png,
+    /tmp/ctsne-explore-umap.png."""
+    import threading
+
+    from ctsne import ConditionalTSNE, ConditionalUMAP
+    from ctsne.interfaces.cli.main import build_parser
+    from ctsne.interfaces.explorer import serve
+    from ctsne.interfaces.explorer.command import start
+    from ctsne.interfaces.explorer.session import Session
+
+    gate = threading.Event()
+
+    class Gated(ConditionalTSNE):  # the first map waits until the page has been seen
+        def fit(self, X, prior=None):
+            assert gate.wait(60)
+            return super().fit(X, prior)
+
+    d = driver
+    X, g = _data()
+    labels = np.array([f"g{v}" for v in g], dtype=object)
+    s = Session(X, [f"x{j}" for j in range(4)], np.arange(len(X)), {"g": labels})
+    model = Gated(perplexity=15, n_iter=300, early_exaggeration_iter=100, random_state=0,
+                  n_jobs=1)
+    handle = serve(s, model, out_dir=tmp_path / "out", backend="canvas")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow",
+                                                      "downloadPath": str(downloads)})
+    try:
+        assert s.steps == []  # serve() returned before the first map
+        _open(d, handle.url)
+        assert "computing the first map" in d.execute_script(f"return {_MODEL}('title_b').text")
+        _wait(d, f"return {_MODEL}('progress').text.includes('affinities')", 10,
+              "the first phase")
+        assert d.execute_script(f"return {_MODEL}('factor_out').disabled")
+        gate.set()
+        _wait(d, f"return /iteration [1-9]/.test({_MODEL}('progress').text)", 60,
+              "live iterations of the first map")
+        _wait(d, f"return {_MODEL}('history').options.length == 1", 60, "the first map")
+        time.sleep(1.0)
+        d.save_screenshot("/tmp/ctsne-explore-first-map.png")
+        Y0 = s.steps[0].embedding
+        np.testing.assert_array_equal(Y0, model.embedding_)
+        box = [Y0[:, 0].min(), Y0[:, 0].max(), Y0[:, 1].min(), Y0[:, 1].max()]
+        assert _framed(_frame(d, "fig_map_b"), box, fill=0.8)
+        assert "750" not in d.execute_script(f"return {_MODEL}('progress').text")
+
+        # a conditional UMAP step, chosen on the page
+        d.execute_script(f"{_MODEL}('method').value = 'umap'; {_MODEL}('prior').value = ['g'];")
+        _wait(d, f"return {_MODEL}('next_prior').text.includes('conditional UMAP')", 10,
+              "the next map's line")
+        _click(d, "factor_out")
+        _wait(d, f"return {_MODEL}('history').options.length == 2", 120, "the UMAP step")
+        time.sleep(1.0)
+        d.save_screenshot("/tmp/ctsne-explore-umap.png")
+        step = s.steps[1]
+        assert step.method == "umap" and step.prior == ["g"] and step.parent == 0
+        assert "conditional UMAP" in d.execute_script(f"return {_MODEL}('title_b').text")
+        direct = ConditionalUMAP(beta=step.beta, random_state=0, n_jobs=1).fit(X, [labels])
+        np.testing.assert_allclose(step.embedding, direct.embedding_, rtol=1e-6, atol=1e-6)
+
+        # the page's CSV: downloaded, and reopened as the first map of a new session
+        _click(d, "export_csv")
+        end = time.monotonic() + 20
+        while time.monotonic() < end and not list(downloads.glob("*.csv")):
+            time.sleep(0.1)
+        got = list(downloads.glob("*.csv"))
+        assert got, "no CSV downloaded"
+        data = tmp_path / "data.csv"
+        data.write_text("x0,x1,x2,x3,g\n" + "".join(
+            ",".join(f"{v:.17g}" for v in X[i]) + f",{labels[i]}\n" for i in range(len(X))))
+        args = build_parser().parse_args(["explore", str(data), "--embedding", str(got[0]),
+                                          "--no-browser", "--out", str(tmp_path / "o2")])
+        again = start(args)
+        try:
+            np.testing.assert_allclose(again.explorer.session.steps[0].embedding,
+                                       step.embedding, rtol=1e-9, atol=1e-9)
+        finally:
+            again.stop()
+        assert _severe(d) == []
+    finally:
+        gate.set()
         handle.stop()

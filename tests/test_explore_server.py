@@ -443,3 +443,63 @@ def test_prior_box_holds_the_new_columns_of_the_next_map(tmp_path):
     page._factor_out()
     _settle(page)
     assert s.steps[3].prior == ["selection1"] and s.steps[3].parent == 1
+
+
+# ----------------------------------------------------------------- exports (item 8)
+def test_page_exports_reopen_with_explore_embedding(tmp_path, monkeypatch, capsys):
+    """Issue 22, item 8: the page's CSV holds the shown step as ctsne1/ctsne2 and reopens
+    with ``explore --embedding``; an export of an older page (step columns only) opens
+    with its last step; a file without coordinates names what explore reads (there is no
+    --coords option in explore). Parquet is offered only with pyarrow."""
+    import importlib.util
+
+    from ctsne.interfaces.explorer.controller import available_exports
+    from ctsne.interfaces.explorer.session import Step
+
+    data = tmp_path / "d.csv"
+    _labelled_csv(data)
+    emb = tmp_path / "e.csv"
+    emb.write_text("id,ctsne1,ctsne2\n" + "".join(f"{i},{i},{-i}\n" for i in range(120)))
+    common = [str(data), "--out", str(tmp_path / "out")]
+    code, s, page = _serve_cli(monkeypatch, [*common, "--embedding", str(emb)])
+    Y1 = np.random.default_rng(4).normal(size=(120, 2))
+    s.add_step(Step(["digit"], 0.05, Y1, parent=0))
+    page._refresh_options()
+    page.history.value = page.history.options[0]  # step 0 shown: its map is exported
+    page._export("csv")
+    got = page.download.data
+    assert got["name"] == ["embeddings.csv"] and got["type"] == ["text/csv"]
+    import base64
+
+    sent = base64.b64decode(got["b64"][0])
+    path = tmp_path / "out" / "embeddings.csv"
+    assert sent == path.read_bytes()
+    header = sent.decode().splitlines()[0].split(",")
+    assert header[:3] == ["id", "ctsne1", "ctsne2"] and "step1_1" in header
+    code, s2, _ = _serve_cli(monkeypatch, [*common, "--embedding", str(path)])
+    assert code == 0
+    np.testing.assert_allclose(s2.steps[0].embedding, s.steps[0].embedding, rtol=1e-9)
+    # an older page's export: step columns only -> the last step
+    old = tmp_path / "old.csv"
+    lines = sent.decode().splitlines()
+    keep = [k for k, c in enumerate(header) if c not in ("ctsne1", "ctsne2")]
+    old.write_text("\n".join(",".join(line.split(",")[k] for k in keep) for line in lines))
+    code, s3, _ = _serve_cli(monkeypatch, [*common, "--embedding", str(old)])
+    np.testing.assert_allclose(s3.steps[0].embedding, Y1, rtol=1e-9)
+    # no coordinates at all
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,u,v\n" + "".join(f"{i},{i},{i}\n" for i in range(120)))
+    capsys.readouterr()
+    assert main(["explore", *common, "--embedding", str(bad), "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert "ctsne1, ctsne2" in err and "--coords" not in err
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    assert available_exports() == ["csv", "png", "svg", "json"]
+    from bokeh.document import Document
+
+    from ctsne.interfaces.explorer.app import _Page
+
+    assert list(_Page(Document(), page.ex).exports) == ["csv", "png", "svg", "json"]

@@ -195,3 +195,85 @@ def test_explorer_factor_out_poll_export_and_session_roundtrip(tmp_path):
         other.load_steps(saved)
     with pytest.raises(ValueError, match="not a ctsne explore session"):
         other.load_steps({"format": "x"})
+
+
+# ------------------------------------------------------------------ issue 22 items 3, 8, 9
+def test_background_maps_are_the_foreground_maps():
+    """The first map and a factor-out whose P is not yet built run in job threads (the
+    page is served meanwhile; no Bokeh callback builds P); their maps are those of the
+    same calls made in the foreground, and the model's callbacks are restored."""
+    from ctsne.interfaces.explorer.refit import FirstMapJob
+
+    X, g, h, labels = _data()
+    model = _small_model(beta=0.05)
+    first = FirstMapJob(model, X, [h], every=20)
+    assert first.phase.startswith("neighbours and affinities")
+    assert first.start().wait(60) and first.error is None and first.iteration == 100
+    direct = _small_model(beta=0.05).fit(X, [h])
+    np.testing.assert_array_equal(first.model.embedding_, direct.embedding_)
+    assert model.callbacks is None and model.callbacks_every_iters == 50
+
+    unfitted = _small_model()
+    job = RefitJob(unfitted, X, g, 0.02)
+    assert "affinities" in job.phase  # P is built by the job
+    assert job.start().wait(60) and job.error is None
+    np.testing.assert_array_equal(
+        job.model.embedding_, fit_sharing_affinities(_small_model(), X, g, 0.02).embedding_)
+    assert RefitJob(unfitted, X, g, 0.02).phase == "starting"  # now shared: not again
+
+
+def test_explorer_first_map_in_the_background_and_a_largevis_step():
+    """``Explorer.start_first`` adds the first map as step 0 once done; a LargeVis step
+    is :class:`ctsne.ConditionalLargeVis` fitted directly (one thread: deterministic);
+    a cancelled graph run drops its map (it cannot stop midway)."""
+    from ctsne import ConditionalLargeVis
+
+    X, g, h, labels = _data()
+    s = Session(X, ["x0", "x1", "x2", "x3"], np.arange(len(X)), labels)
+    ex = Explorer(s, _small_model(n_jobs=1))
+    job = ex.start_first(["h"], 0.05)
+    with pytest.raises(ValueError, match="first map already"):
+        ex.start_first([], 1.0)
+    assert job.wait(60) and ex.poll() == 0
+    assert s.steps[0].prior == ["h"] and s.steps[0].title == "ct-SNE, prior h, β'=0.05"
+    np.testing.assert_array_equal(s.steps[0].embedding,
+                                  _small_model(beta=0.05, n_jobs=1).fit(X, [h]).embedding_)
+
+    job = ex.factor_out(["g"], 0.1, 0, method="largevis")
+    assert job.unit == "epoch" and job.total is None
+    assert job.wait(120) and ex.poll() == 1
+    step = s.steps[1]
+    assert step.method == "largevis" and step.kl is None and step.complete
+    assert step.title.startswith("conditional LargeVis, prior g")
+    direct = ConditionalLargeVis(perplexity=10, beta=0.1, random_state=0, n_jobs=1)
+    np.testing.assert_allclose(step.embedding, direct.fit(X, [labels["g"]]).embedding_,
+                               rtol=1e-7, atol=1e-7)
+    restored = Session(X, s.feature_names, s.ids, labels)
+    restored.load_steps(s.to_dict())
+    assert [st.method for st in restored.steps] == ["tsne", "largevis"]
+
+    ex.factor_out(["g"], 0.1, 1, method="umap")
+    ex.cancel()
+    assert ex.job.wait(120)
+    with pytest.raises(ValueError, match="dropped"):
+        ex.poll()
+    assert len(s.steps) == 2
+    with pytest.raises(ValueError, match="method must be one of"):
+        ex.factor_out(["g"], 0.1, 1, method="pca")
+
+
+def test_legend_levels_in_natural_order():
+    """Issue 22, item 8: numbers ascending (2 before 10), numbered levels in natural order
+    with DBSCAN's noise last, other text by frequency (not medium/thick/thin), missing
+    values last; the codes follow the levels."""
+    from ctsne.interfaces.explorer.columns import levels
+
+    text = np.array(["thin"] * 5 + ["thick"] * 2 + ["medium"] * 3 + [None], dtype=object)
+    codes, lv = levels(text)
+    assert lv == ["thin", "medium", "thick", "(missing)"]
+    assert [lv[c] for c in codes] == ["thin"] * 5 + ["thick"] * 2 + ["medium"] * 3 + \
+        ["(missing)"]
+    assert levels(np.array(["10", "2", "1", "2"], dtype=object))[1] == ["1", "2", "10"]
+    assert levels(np.array(["noise", "c10", "c2", "c0", "noise", "noise"], dtype=object))[1] \
+        == ["c0", "c2", "c10", "noise"]
+    assert levels(np.array([10.0, 2.0, np.nan, 2.0]))[1] == ["2", "10"]

@@ -165,9 +165,21 @@ def serve(s, model, priors: Sequence[str] = (), beta: float = DEFAULT_BETA, *, e
             raise ValueError(f"the first map must be a finite ({s.n}, 2) array, got {Y.shape}")
         s.add_step(Step(priors, beta if priors else 1.0, Y))
     explorer = Explorer(s, model, out_dir, method=method)
-    if not s.steps:  # served at once; the page shows the progress
-        explorer.start_first(priors, beta, method)
+    if not s.steps:
+        arrays = s.prior_arrays(priors)  # a missing column fails here, before serving
+        if arrays is not None:
+            from ...prior import make_prior
+
+            make_prior(arrays, s.n, beta=beta)
+    # the server first: the first map's thread (numba, the neighbour search) would slow
+    # the server's own start-up; the page then shows that map's progress
     server = ExploreServer(make_document(explorer, backend, max_points), port=port).start()
+    if not s.steps:
+        try:
+            explorer.start_first(priors, beta, method)
+        except BaseException:
+            server.stop()
+            raise
     if open_browser:
         webbrowser.open(server.url)
     return ExploreHandle(server.url, explorer, server)

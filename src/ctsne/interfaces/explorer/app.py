@@ -110,7 +110,7 @@ class _Page(SelectionMixin, RunMixin):
                            styles=_title_style())
         self.backend = Select(title="Drawing", value="canvas" if backend == "auto" else backend,
                               options=[("canvas", "2-D canvas"), ("webgl", "WebGL")],
-                              name="backend", sizing_mode="stretch_width")
+                              name="backend", width=190)
         self._build_maps(self.backend.value)
 
         self.heading = Div(text=title_html(self.s.n, self.s.X.shape[1]), name="heading")
@@ -141,7 +141,7 @@ class _Page(SelectionMixin, RunMixin):
         self.rank_table.update(sizing_mode="stretch_width", height=210)
         self.rank_info = Div(text=PROMPT, name="ranking_info", **wide)
         # the prior of the next map: the shown map's prior (if kept) and the box's columns
-        self.keep_prior = Checkbox(label="", active=True, name="keep_prior")
+        self.keep_prior = Checkbox(label="", active=True, name="keep_prior", visible=False)
         self.prior = MultiChoice(title="Add to the prior (factored out of the next map)",
                                  options=self.columns, value=[], name="prior", **wide)
         self.next_prior = Div(text="", name="next_prior", **wide)
@@ -161,7 +161,9 @@ class _Page(SelectionMixin, RunMixin):
         # only what this installation can write; sized to their labels
         self.exports = {k: Button(label=k.upper(), name=f"export_{k}")
                         for k in available_exports()}
-        self.download = ColumnDataSource({"name": [], "b64": [], "type": []}, name="download")
+        # "n" counts the downloads: the same file twice is still a change the browser sees
+        self.download = ColumnDataSource({"name": [], "b64": [], "type": [], "n": []},
+                                         name="download")
         self.download.js_on_change("data", CustomJS(code=DOWNLOAD_JS))
         self.status = Div(text="", name="status", **wide)
         self._wire()
@@ -229,7 +231,7 @@ class _Page(SelectionMixin, RunMixin):
         left = column(self.columns_info, self.color, self.marker, self.marker_legend,
                       self.hover_cols, self.legend,
                       row(self.cluster_method, self.cluster_param),
-                      self.cluster_btn, self.backend, width=SIDE_WIDTH,
+                      self.cluster_btn, width=SIDE_WIDTH,
                       sizing_mode="stretch_height", name="left_panel",
                       styles={"overflow-y": "auto", "overflow-x": "hidden"})
         right = column(self.rank_info, self.rank_table, self.keep_prior, self.prior,
@@ -238,9 +240,10 @@ class _Page(SelectionMixin, RunMixin):
                        self.next_prior, row(self.go, self.stop), self.progress, self.status,
                        width=PANEL_WIDTH, sizing_mode="stretch_height", name="right_panel",
                        styles={"overflow-y": "auto", "overflow-x": "hidden"})
-        header = row(self.heading, self.help, sizing_mode="stretch_width")
+        header = row(self.heading, self.help, self.backend, sizing_mode="stretch_width")
         self.doc.add_root(column(header, row(left, centre, right, **fit), name="page",
                                  **fit))
+        self.doc.add_root(self.download)  # drawn by nothing: a root, so that it syncs
 
     def _wire(self):
         self.source.selected.on_change("indices", lambda a, o, new: self._selected(new))
@@ -395,8 +398,10 @@ class _Page(SelectionMixin, RunMixin):
         except (ValueError, OSError, ImportError) as exc:
             self._say(str(exc), error=True)
             return
+        count = self.download.data["n"]
         self.download.data = {"name": [path.name], "type": [MEDIA_TYPES[kind]],
-                              "b64": [base64.b64encode(data).decode("ascii")]}
+                              "b64": [base64.b64encode(data).decode("ascii")],
+                              "n": [(count[0] if count else 0) + 1]}
         self._say(f"downloaded {path.name} ({len(data):,} bytes; also in {path.parent})")
 
 

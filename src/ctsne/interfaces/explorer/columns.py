@@ -115,17 +115,18 @@ def columns_html(features: Sequence[str], labels: Sequence[str]) -> str:
 
 
 def progress_html(iteration: int, total: int | None, kl: float | None,
-                  phase: str | None = None, seconds: float | None = None) -> str:
-    """A progress bar with "iteration i / total, KL …", or, before the first iteration
-    (``phase``: the affinities being built, a graph method that reports no iterations),
-    the phase and the seconds elapsed."""
+                  phase: str | None = None, seconds: float | None = None,
+                  unit: str = "iteration") -> str:
+    """A progress bar with "iteration i / total, KL …" (``unit``: "epoch" for the graph
+    methods), or, before the first one (``phase``: the affinities being built, a graph
+    method that reports none), the phase and the seconds elapsed."""
     extra = "" if kl is None else f", KL {kl:.4f}"
-    clock = "" if seconds is None else f" ({seconds:.0f} s)"
+    clock = "" if seconds is None else f" ({seconds:.{1 if seconds < 10 else 0}f} s)"
     if iteration == 0 and phase:
         pct, text = 0.0, f"{html.escape(phase)} …{clock}"
     else:
         pct = 100.0 * iteration / max(total or iteration, 1)
-        text = f"iteration {iteration} / {total if total else '?'}{extra}{clock}"
+        text = f"{unit} {iteration} / {total if total else '?'}{extra}{clock}"
     return (f'<div style="width:100%;max-width:320px;border:1px solid #999;height:10px">'
             f'<div style="width:{pct:.0f}%;background:#3a7;height:10px"></div></div>'
             f"{text}")
@@ -162,7 +163,7 @@ def ranking_table():
     source = ColumnDataSource(ranking_columns(None), name="ranking_source")
     fmt = NumberFormatter(format="+0.000")
     return source, DataTable(source=source, name="ranking", height=260, width=330,
-                             index_position=None, autosize_mode="fit_columns", columns=[
+                             index_position=None, columns=[
                                  TableColumn(field="rank", title="#", width=30),
                                  TableColumn(field="feature", title="feature", width=110),
                                  TableColumn(field="weight", title="weight", formatter=fmt,

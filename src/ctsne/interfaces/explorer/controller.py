@@ -78,6 +78,8 @@ class Explorer:
                 raise ValueError("the session has its first map already")
             arrays = self.session.prior_arrays(prior)
             if method == "tsne":
+                if prior:  # the β' the step records is the one the fit uses
+                    self.model.set_params(beta=beta, alpha=None)
                 self.job = FirstMapJob(self.model, self.session.X, arrays, every=self.every)
             else:
                 self.job = self._job(method, arrays, beta)

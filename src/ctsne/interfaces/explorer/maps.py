@@ -102,6 +102,9 @@ def make_map(source, mapper, x: str, y: str, name: str, backend: str, on_geometr
                             description="Hover: the point nearest the cursor",
                             filters={"@id": CustomJS(code=NEAREST_JS)}, limit=1,
                             visible=False))  # always on: its button would overflow
+    # auto-ranged on the points only: by default a DataRange1d also spans the box-select
+    # overlay's last box, which kept the next map in a view that included the old box
+    fig.x_range.renderers = fig.y_range.renderers = [r]
     fig.on_event(SelectionGeometry, on_geometry)
     fig.xaxis.visible = fig.yaxis.visible = False
     fig.grid.visible = False

@@ -62,6 +62,8 @@ class GraphJob(MapJob):
         Data, prior label arrays (or None), β'.
     """
 
+    unit = "epoch"
+
     def __init__(self, method: str, base, X, prior, beta: float | None):
         estimator = graph_estimator(method, base, beta if prior is not None else None)
 

@@ -167,6 +167,8 @@ class MapJob:
     model : the fitted model once done; ``error`` : str if the run failed.
     """
 
+    unit = "iteration"  # what ``iteration`` counts
+
     def __init__(self, fit, total: int | None, phase: str = "starting", every: int = 10):
         self.total = total
         self.phase = phase

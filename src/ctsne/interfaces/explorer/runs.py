@@ -95,7 +95,7 @@ class RunMixin:
 
     def _progress(self, job):
         self.progress.text = progress_html(job.iteration, job.total, job.kl, job.phase,
-                                           job.elapsed)
+                                           job.elapsed, job.unit)
 
     def _live_frame(self, job):
         """The run's latest map in the right-hand map (framed once, then followed)."""
@@ -110,6 +110,8 @@ class RunMixin:
             self._reframe(self.fig_b)
 
     def _poll(self):
+        if self.job is None and not self.s.steps and self.ex.job is not None:
+            self._follow(self.ex.job)  # the first map, started after this page was made
         job = self.job
         if job is not None:
             self._live_frame(job)
