@@ -9,6 +9,7 @@ from sklearn.datasets import load_digits
 from ctsne import ConditionalTSNE
 from ctsne.affinities.calibration import calibrate
 from ctsne.affinities.standard import joint_affinities
+from ctsne.checks import tied_nearest, warn_ties
 from ctsne.metrics import knn_label_homogeneity
 from ctsne.neighbors.search import nearest_neighbors
 from ctsne.optimization.initialization import initial_embedding
@@ -67,10 +68,16 @@ def test_duplicates_are_named(digits):
 
 
 def _duplicate_warnings(X, perplexity=10, **kw):
+    return [t for t in _data_warnings(X, perplexity, **kw) if "exact duplicate" in t]
+
+
+def _data_warnings(X, perplexity=10, **kw):
+    """The warnings about duplicates and ties that building P gives."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         joint_affinities(X, perplexity, **kw)
-    return [str(w.message) for w in caught if "exact duplicate" in str(w.message)]
+    return [str(w.message) for w in caught
+            if "exact duplicate" in str(w.message) or "same distance" in str(w.message)]
 
 
 def test_close_distinct_points_are_not_duplicates():
@@ -117,4 +124,46 @@ def test_approximate_search_reports_no_false_duplicates():
     n = 3000
     v = 1.0 + 1e-8 * np.random.default_rng(2).permutation(n)
     X = np.hstack([v[:, None], np.zeros((n, 50))])
-    assert _duplicate_warnings(X, neighbors="approx", random_state=0) == []
+    # nor false ties (the float32 distances of the groups of close values are all 0)
+    assert _data_warnings(X, neighbors="approx", random_state=0) == []
+
+
+def _float32_distances(X, idx):
+    """The neighbours' distances as the approximate search computes them (float32)."""
+    X32 = X.astype(np.float32)
+    return np.linalg.norm(X32[:, None, :] - X32[idx], axis=2).astype(np.float64)
+
+
+def _tie_warnings(dist, perplexity, X, idx):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_ties(dist, perplexity, X, idx)
+    return [str(w.message) for w in caught if "same distance" in str(w.message)]
+
+
+def test_float32_distances_do_not_make_ties():
+    # a large offset: float32 keeps ~2 levels of each coordinate, so many distinct
+    # neighbours come out at one distance; "915 points have more than perplexity=10
+    # nearest neighbours at the same distance (... deduplicate the data)" before
+    X = 1e4 + 1e-3 * np.random.default_rng(0).normal(size=(3000, 3))
+    idx, dist = nearest_neighbors(X, 30, method="exact")
+    dist32 = _float32_distances(X, idx)
+    assert np.count_nonzero(dist32 == dist32[:, :1], axis=1).max() > 10  # the trap
+    assert np.count_nonzero(dist == dist[:, :1], axis=1).max() == 1  # float64: none
+    assert _tie_warnings(dist32, 10, X, idx) == []
+    assert not tied_nearest(dist32, 10, X, idx).any()
+    assert tied_nearest(dist32, 10).sum() > 100  # the search's distances alone
+
+
+def test_genuine_ties_are_still_named():
+    # a square grid: each inner point has 4 neighbours at distance 1 (exact in float32
+    # and float64), more than perplexity 3; corners have 2, edges 3
+    g = np.arange(12, dtype=float)
+    X = np.array([(a, b) for a in g for b in g]) + 1e4  # an offset float32 still holds
+    idx, _ = nearest_neighbors(X, 9, method="exact")
+    short = tied_nearest(_float32_distances(X, idx), 3, X, idx)
+    inner = np.all((X > 1e4) & (X < 1e4 + 11), axis=1)
+    assert np.array_equal(short, inner)
+    found = _tie_warnings(_float32_distances(X, idx), 3, X, idx)
+    assert len(found) == 1 and found[0].startswith(f"{inner.sum()} points have more than "
+                                                   "perplexity=3"), found

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["check_spread", "exact_duplicates", "to_safe_scale", "warn_ties"]
+__all__ = ["check_spread", "exact_duplicates", "tied_nearest", "to_safe_scale", "warn_ties"]
 
 # Squared distances of data whose largest magnitude lies in [2**-SAFE_EXP, 2**SAFE_EXP]
 # stay far from float64's underflow (1e-308) and overflow (1e308) for any realistic number
@@ -84,6 +84,51 @@ def exact_duplicates(X: np.ndarray, indices: np.ndarray, distances: np.ndarray) 
     return found
 
 
+# Distances within this many float64 roundings of a row's nearest count as tied with it
+# (a tie computed along two paths, e.g. sums in another order, may differ in a last bit;
+# the calibration cannot separate such neighbours either).
+TIE_ULPS = 4
+# Coordinates compared per step when distances are recomputed (bounds the temporaries).
+_VALUES_PER_STEP = 1 << 22
+
+
+def tied_nearest(distances: np.ndarray, perplexity: float, X: np.ndarray | None = None,
+                 indices: np.ndarray | None = None) -> np.ndarray:
+    """Which points have more nearest neighbours at one distance than the perplexity.
+
+    Parameters
+    ----------
+    distances : ndarray (n, k)
+        Each point's sorted distances to its listed neighbours, as the search gave them.
+    perplexity : float
+    X : ndarray (n, p), optional
+        The points searched. Given with ``indices``, a point the search's distances call
+        tied is checked on distances recomputed from ``X`` in float64: the approximate
+        search computes in float32, where distinct distances (data with a large offset,
+        values closer than float32 resolves) come out equal.
+    indices : ndarray (n, k), optional
+
+    Returns
+    -------
+    ndarray of bool (n,)
+    """
+    ties = np.count_nonzero(distances == distances[:, :1], axis=1)
+    rows = np.flatnonzero(ties > perplexity)
+    short = np.zeros(distances.shape[0], dtype=bool)
+    if X is None or indices is None:
+        short[rows] = True
+        return short
+    k, p = indices.shape[1], max(1, X.shape[1])
+    step = max(1, _VALUES_PER_STEP // (k * p))
+    for start in range(0, len(rows), step):
+        r = rows[start:start + step]
+        d = np.sqrt(np.sum((X[r, None, :] - X[indices[r]]) ** 2, axis=2))
+        nearest = d.min(axis=1, keepdims=True)
+        tied = d <= nearest * (1.0 + TIE_ULPS * np.finfo(np.float64).eps)
+        short[r] = np.count_nonzero(tied, axis=1) > perplexity
+    return short
+
+
 def warn_ties(distances: np.ndarray, perplexity: float, X: np.ndarray | None = None,
               indices: np.ndarray | None = None) -> None:
     """Warn about exact duplicates and points whose nearest neighbours tie beyond the perplexity.
@@ -94,8 +139,9 @@ def warn_ties(distances: np.ndarray, perplexity: float, X: np.ndarray | None = N
 
     Given the points ``X`` and the neighbours' ``indices``, duplicates are decided by
     comparing coordinates (:func:`exact_duplicates`): the search's distances may round
-    distinct close points to 0 and a copy to a little above. Without them, a distance of
-    0 counts as a duplicate.
+    distinct close points to 0 and a copy to a little above; and ties by distances
+    recomputed in float64 (:func:`tied_nearest`). Without them, a distance of 0 counts as
+    a duplicate and the search's distances decide ties.
     """
     n = distances.shape[0]
     if n == 0 or distances.shape[1] == 0:
@@ -110,8 +156,7 @@ def warn_ties(distances: np.ndarray, perplexity: float, X: np.ndarray | None = N
             "neighbours' affinities and large groups of copies take over the map; "
             "deduplicate the rows (e.g. numpy.unique(X, axis=0)) unless the copies matter",
             UserWarning, stacklevel=3)
-    ties = np.count_nonzero(distances == distances[:, :1], axis=1)
-    short = int(np.count_nonzero(ties > perplexity))
+    short = int(np.count_nonzero(tied_nearest(distances, perplexity, X, indices)))
     if short:
         warnings.warn(
             f"{short} points have more than perplexity={perplexity:g} nearest neighbours "
