@@ -136,7 +136,11 @@ def test_reused_standard_lists_give_the_same_balanced_p(rng):
     X, codes = _separated(rng, sizes=(60, 60), shift=6.0)
     got = input_affinities(X, 5.0, codes, "auto", neighbors="exact")
     assert got.mode == "balanced" and got.standard_mixing.separates
-    assert got.mixing.cross == pytest.approx(1 - 0.85)  # the default own-class share
+    # each point puts its class's chosen share across (ctsne.affinities.cross_share):
+    # symmetrising keeps the total, so P's cross mass is their mean over the points
+    shares = got.cross_share.class_share[codes]
+    assert got.mixing.cross == pytest.approx(shares.mean(), rel=1e-9)
+    assert got.cross_share.trust > 0.9  # a shifted copy: its counterparts are trusted
 
 
 def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactly(
@@ -220,7 +224,7 @@ def test_several_priors_are_balanced_on_their_joint_classes(combine, rng):
     two = np.column_stack([codes // 2, codes % 2])  # the joint classes are the codes
     model = ConditionalTSNE(affinities="balanced", combine=combine, n_iter=0,
                             early_exaggeration_iter=0, perplexity=5).fit(X, two)
-    ref = balanced_affinities(X, codes, 5.0)
+    ref = input_affinities(X, 5.0, codes, "balanced").P  # its shares from the rule
     np.testing.assert_allclose(model.P_.toarray(), ref.toarray(), rtol=1e-12, atol=1e-15)
 
 

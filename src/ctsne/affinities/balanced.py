@@ -29,6 +29,8 @@ equal to it in every prior), with ``combine="joint"`` and ``combine="product"`` 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -44,8 +46,8 @@ from .calibration import (
 from .options import default_within_weight, n_neighbors_for
 from .symmetry import symmetrize
 
-__all__ = ["K_MIN", "PER_CLASS_UP_TO", "balanced_affinities", "revised_affinities",
-           "block_perplexity"]
+__all__ = ["K_MIN", "PER_CLASS_UP_TO", "BalancedLists", "balanced_affinities",
+           "balanced_from_lists", "balanced_lists", "block_perplexity", "revised_affinities"]
 
 # Up to this many other classes each gets a block of its own (L − 1 searches with a
 # small k, about one full search in all); above, the other classes are pooled.
@@ -124,6 +126,82 @@ def _own_block(X, codes, perplexity, mode, within_weight, known, **search):
     return codes, k, search, own_idx, own_dist, weight
 
 
+@dataclass
+class BalancedLists:
+    """The neighbour lists of a label-balanced P, before any weight is chosen.
+
+    Attributes
+    ----------
+    codes : ndarray of int64 (n,)
+    k : int
+        Own-class neighbours per point (3·perplexity).
+    own_idx, own_dist : ndarray (n, k)
+    other_idx, other_dist : ndarray
+        Per-class blocks of ``block_width`` columns, or one pooled list of k.
+    block_width : int or None
+        None when the other classes are pooled (more than :data:`PER_CLASS_UP_TO`).
+    """
+
+    codes: np.ndarray
+    k: int
+    own_idx: np.ndarray
+    own_dist: np.ndarray
+    other_idx: np.ndarray
+    other_dist: np.ndarray
+    block_width: int | None
+
+
+def balanced_lists(X, codes, perplexity, neighbors="auto", metric="euclidean",
+                   random_state=None, n_jobs=None, known=None,
+                   far_search="scan") -> BalancedLists:
+    """Each point's own-class and other-class neighbour lists (the searches of
+    :func:`balanced_affinities`); parameters as there."""
+    codes = np.asarray(codes, dtype=np.int64)
+    k = n_neighbors_for(perplexity, len(codes))
+    search = {"method": neighbors, "metric": metric, "random_state": random_state,
+              "n_jobs": n_jobs}
+    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
+    L = int(codes.max()) + 1
+    if L - 1 > PER_CLASS_UP_TO:
+        o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
+                                               far_search=far_search, **search)
+        return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, None)
+    k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
+    o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx,
+                                          far_search=far_search, **search)
+    return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, k_other)
+
+
+def balanced_from_lists(lists: BalancedLists, own_weight, perplexity) -> sp.csr_matrix:
+    """The balanced P of ``lists`` with each point's own-class weight.
+
+    Parameters
+    ----------
+    lists : BalancedLists
+    own_weight : float or ndarray (n_classes,)
+        Share of each point's conditional mass on its own class, one value or one per
+        class, each in (0, 1].
+    perplexity : float
+    """
+    codes, k = lists.codes, lists.k
+    n = len(codes)
+    w = np.broadcast_to(np.asarray(own_weight, dtype=np.float64),
+                        (int(codes.max()) + 1,))[codes][:, None]
+    if lists.block_width is None:
+        return _finish([lists.own_idx, lists.other_idx], [lists.own_dist, lists.other_dist],
+                       np.hstack([w, 1.0 - w]), perplexity, k)
+    sizes = np.bincount(codes)
+    L = len(sizes)
+    width = lists.block_width
+    # the other-class blocks share 1 − w in proportion to their class sizes
+    block_class = np.arange(L - 1)[None, :] + (np.arange(L - 1)[None, :] >= codes[:, None])
+    share = sizes[block_class] / (n - sizes[codes])[:, None]
+    weights = np.hstack([w, (1.0 - w) * share])
+    blocks = [lists.other_dist[:, t * width:(t + 1) * width] for t in range(L - 1)]
+    return _finish([lists.own_idx, lists.other_idx], [lists.own_dist, *blocks], weights,
+                   perplexity, k)
+
+
 def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",
                         metric="euclidean", random_state=None, n_jobs=None,
                         known=None, far_search="scan") -> sp.csr_matrix:
@@ -136,7 +214,9 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
         Prior classes 0..L−1 (L ≥ 2).
     perplexity : float
     within_weight : float in (0, 1), optional
-        Share of each point's conditional mass on its own class (default 0.85).
+        Share of each point's conditional mass on its own class (default 0.85,
+        :data:`ctsne.affinities.options.WITHIN_WEIGHT`; ``ConditionalTSNE`` chooses it
+        from the data instead, :mod:`ctsne.affinities.cross_share`).
     neighbors, metric, random_state, n_jobs
         As in :func:`ctsne.neighbors.search.nearest_neighbors`.
     known : tuple (idx, dist, mask), optional
@@ -150,26 +230,11 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
     -------
     P : csr_matrix (n, n), symmetric, non-negative, summing to 1
     """
-    codes, k, search, own_idx, own_dist, w_own = _own_block(
-        X, codes, perplexity, "balanced", within_weight, known,
-        method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
-    n = len(codes)
-    sizes = np.bincount(codes)
-    L = len(sizes)
-    if L - 1 > PER_CLASS_UP_TO:
-        o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
-                                               far_search=far_search, **search)
-        return _finish([own_idx, o_idx], [own_dist, o_dist], [w_own, 1.0 - w_own],
-                       perplexity, k)
-    k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
-    o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx,
-                                          far_search=far_search, **search)
-    # the other-class blocks share 1 − w_own in proportion to their class sizes
-    block_class = np.arange(L - 1)[None, :] + (np.arange(L - 1)[None, :] >= codes[:, None])
-    share = sizes[block_class] / (n - sizes[codes])[:, None]
-    weights = np.hstack([np.full((n, 1), w_own), (1.0 - w_own) * share])
-    blocks = [o_dist[:, t * k_other:(t + 1) * k_other] for t in range(L - 1)]
-    return _finish([own_idx, o_idx], [own_dist, *blocks], weights, perplexity, k)
+    w_own = _check_weight(default_within_weight("balanced") if within_weight is None
+                          else within_weight, "within_weight", upper_open=True)
+    lists = balanced_lists(X, codes, perplexity, neighbors, metric, random_state, n_jobs,
+                           known, far_search)
+    return balanced_from_lists(lists, w_own, perplexity)
 
 
 def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "labelled_mixing",
-           "prior_mixing", "table_mixing"]
+           "point_cross_ratio", "prior_mixing", "table_mixing"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
 # across classes (a point's counterparts then get too small a share of its attraction to
@@ -52,6 +52,11 @@ class PriorMixing:
         Per class l: the share of the mass of l's rows that goes to other classes,
         random value ``1 − (n_l − 1)/(n − 1)``, and their ratio.
     class_sizes : ndarray (n_classes,)
+    cross_share : CrossShare or None
+        For the P of a fit with ``affinities="auto"`` (or "balanced" without
+        ``within_weight``): the cross-class share chosen for each class and why
+        (:class:`ctsne.affinities.cross_share.CrossShare`); a fitted model's
+        ``prior_mixing_.cross_share``.
     """
 
     cross: float
@@ -61,6 +66,7 @@ class PriorMixing:
     class_expected: np.ndarray
     class_ratio: np.ndarray
     class_sizes: np.ndarray
+    cross_share: object = None
 
     @property
     def separates(self) -> bool:
@@ -81,6 +87,7 @@ class PriorMixing:
             "class_expected": [float(v) for v in self.class_expected],
             "class_ratio": [float(v) for v in self.class_ratio],
             "class_sizes": [int(v) for v in self.class_sizes],
+            "cross_share": None if self.cross_share is None else self.cross_share.to_dict(),
         }
 
     def summary(self) -> str:
@@ -195,3 +202,36 @@ def _summarise(mass, cross, sizes, n) -> PriorMixing:
     expected = 1.0 - rho
     ratio = share / expected if expected > 0 else float("nan")
     return PriorMixing(share, expected, ratio, class_cross, class_expected, class_ratio, sizes)
+
+
+def point_cross_ratio(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Each point's cross-class share of its own conditional row, over its random level.
+
+    ``r_i = (Σ_{j ∉ class(i)} p_{j|i}) / e_{class(i)}`` with ``e_l = 1 − (n_l − 1)/(n − 1)``:
+    0 for a point whose neighbours all share its class, about 1 where the prior is
+    unrelated to the data.
+
+    Parameters
+    ----------
+    idx, cond, codes
+        As for :func:`table_mixing`.
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    sizes = np.bincount(codes)
+    expected = 1.0 - (sizes - 1) / max(len(codes) - 1, 1)
+    out = np.empty(len(codes))
+    step = 100_000  # rows per chunk: the mask below is chunk × k booleans
+    for start in range(0, len(codes), step):
+        r = slice(start, start + step)
+        c = np.asarray(cond[r], dtype=np.float64)
+        across = np.where(codes[np.asarray(idx[r])] != codes[r, None], c, 0.0).sum(axis=1)
+        total = c.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[r] = np.where(total > 0, across / np.where(total > 0, total, 1.0), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(expected[codes] > 0, out / np.where(expected[codes] > 0,
+                                                             expected[codes], 1.0), 1.0)

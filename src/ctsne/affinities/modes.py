@@ -1,10 +1,14 @@
 """Which input affinities a fit uses: standard, label-balanced or revised, and "auto".
 
-``affinities="auto"`` builds the standard P, measures how much of its mass lies across
-prior classes (:mod:`ctsne.affinities.mixing`) and, when the prior separates the data, builds the
-label-balanced P instead (:mod:`ctsne.affinities.balanced`), reusing the standard neighbour lists
-that are already all own-class. A prior that does not separate the data keeps the
-standard P, bit for bit the P of ``affinities="standard"``.
+``affinities="auto"`` builds the standard P and measures how much of its mass lies across
+prior classes (:mod:`ctsne.affinities.mixing`). Unless that reaches the random level in
+every class, it searches each point's own-class and other-class neighbours (reusing the
+standard lists that are already all own-class), measures how far the other classes hold
+counterparts, and chooses each class's cross-class share by the rule of
+:mod:`ctsne.affinities.cross_share`: the label-balanced P
+(:mod:`ctsne.affinities.balanced`) with those shares, or the standard P, bit for bit the
+P of ``affinities="standard"``, where the prior is already mixed in it.
+``affinities="balanced"`` without ``within_weight`` takes its shares from the same rule.
 """
 
 from __future__ import annotations
@@ -16,8 +20,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..checks import to_safe_scale
-from .balanced import balanced_affinities, revised_affinities
-from .mixing import PriorMixing, labelled_mixing, prior_mixing, table_mixing
+from .balanced import balanced_affinities, balanced_from_lists, balanced_lists, revised_affinities
+from .cross_share import (
+    CrossShare,
+    already_mixed,
+    choose_cross_share,
+    counterpart_trust,
+    pulled_share,
+)
+from .mixing import PriorMixing, labelled_mixing, point_cross_ratio, prior_mixing, table_mixing
 from .standard import standard_conditional
 
 __all__ = ["Affinities", "given_affinities", "input_affinities", "warn_if_separated"]
@@ -36,20 +47,30 @@ class Affinities:
     standard_mixing : PriorMixing or None
         When "auto" switched to the balanced P: the standard P's diagnostic that decided
         it (among the labelled points when some labels are missing).
+    cross_share : CrossShare or None
+        The cross-class share chosen for each class and why
+        (:mod:`ctsne.affinities.cross_share`), where the rule was applied.
     """
 
     P: sp.csr_matrix
     mode: str
     mixing: PriorMixing | None
     standard_mixing: PriorMixing | None = None
+    cross_share: CrossShare | None = None
+
+    def __post_init__(self):
+        # the fitted model keeps the P's diagnostic (prior_mixing_): the choice goes with it
+        if self.mixing is not None and self.cross_share is not None:
+            self.mixing.cross_share = self.cross_share
 
     def describe(self, seconds: float) -> list[str]:
         """What a verbose fit prints about this P, a line each."""
         lines = [f"affinities ({self.mode}): {self.P.shape[0]} points, {self.P.nnz} "
                  f"non-zeros, {seconds:.1f} s"]
         if self.standard_mixing is not None:
-            lines.append(f"standard {self.standard_mixing.summary()}: the prior separates "
-                         "the data, so P is label-balanced (affinities='balanced')")
+            lines.append(f"standard {self.standard_mixing.summary()}")
+        if self.cross_share is not None:
+            lines.append(self.cross_share.summary())
         if self.mixing is not None:
             lines.append(self.mixing.summary())
         return lines
@@ -82,10 +103,18 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     search = {"neighbors": neighbors, "metric": metric, "random_state": random_state,
               "n_jobs": n_jobs}
     trivial = classes is None or int(np.max(classes)) == 0
-    if not trivial and affinities in ("balanced", "revised"):
+    if not trivial and (affinities == "revised" or (affinities == "balanced"
+                                                    and within_weight is not None)):
         build = balanced_affinities if affinities == "balanced" else revised_affinities
         P = build(X, classes, perplexity, within_weight, **search)
         return Affinities(P, affinities, prior_mixing(P, classes))
+    if not trivial and affinities == "balanced":  # shares from the rule, no standard P
+        lists = balanced_lists(X, classes, perplexity, **search)
+        sizes = np.bincount(classes)
+        expected = 1.0 - (sizes - 1) / max(len(classes) - 1, 1)
+        choice = choose_cross_share(expected, None, counterpart_trust(X, classes))
+        P = balanced_from_lists(lists, 1.0 - choice.class_share, perplexity)
+        return Affinities(P, "balanced", prior_mixing(P, classes), cross_share=choice)
 
     auto = affinities == "auto"
     # the standard P's table (joint_affinities' P, bit for bit); "auto" with a prior keeps
@@ -95,17 +124,32 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     if trivial:
         return Affinities(table.joint(), "standard", None)
     mixing = table_mixing(table.idx, table.cond, classes)
-    decides = mixing
-    if auto and labelled is not None and not np.all(labelled) and np.any(labelled):
-        decides = labelled_mixing(table.idx, table.cond, classes, labelled)
-    if not auto or not decides.separates:
+    if not auto:
         return Affinities(table.joint(), "standard", mixing)
+    decides = mixing
+    if labelled is not None and not np.all(labelled) and np.any(labelled):
+        decides = labelled_mixing(table.idx, table.cond, classes, labelled)
+    ratio = point_cross_ratio(table.idx, table.cond, classes)
+    choice = already_mixed(mixing, ratio)
+    if choice is not None:
+        return Affinities(table.joint(), "standard", mixing, cross_share=choice)
+    choice = choose_cross_share(mixing.class_expected, mixing.class_cross,
+                                counterpart_trust(X, classes), decides.separates,
+                                pulled_share(ratio))
+    if choice.mode == "standard":
+        return Affinities(table.joint(), "standard", mixing, cross_share=choice)
     # rows whose standard list is all own-class need no new search
     mask = np.all(classes[table.idx] == classes[:, None], axis=1)
     known = (table.idx, table.dist, mask)
-    del table  # frees the conditional affinities before the balanced search
-    P = balanced_affinities(X, classes, perplexity, within_weight, known=known, **search)
-    return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=decides)
+    lists = balanced_lists(X, classes, perplexity, known=known, **search)
+    del known, mask
+    if within_weight is not None:  # the user's own-class share replaces the rule's
+        choice.class_share = np.full(len(choice.class_share), 1.0 - float(within_weight))
+        choice.reason += f"; own-class share {float(within_weight):g} as given (within_weight)"
+    del table  # frees the conditional affinities before the balanced P is calibrated
+    P = balanced_from_lists(lists, 1.0 - choice.class_share, perplexity)
+    return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=decides,
+                      cross_share=choice)
 
 
 def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities:

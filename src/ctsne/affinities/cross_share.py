@@ -1,0 +1,310 @@
+"""How much of each point's affinity the label-balanced P gives to the other prior classes.
+
+The rule of ``affinities="auto"`` (and of ``"balanced"`` without ``within_weight``), from
+two measurements that need no labels beyond the prior:
+
+**Random level** ``e_l = 1 − (n_l − 1)/(n − 1)``: the share of a point's neighbours that
+lie in other classes when the prior is unrelated to the data. A batch that left no trace
+would give each point of class l this cross share; it is the most a correction should
+ask for.
+
+**Counterpart trust** ``τ_l``: how far the other classes hold *counterparts* of class l
+(copies of its structure, as batches of the same cells) rather than different things
+(as the digits of a digit prior). Counterparts are found from both sides: i's nearest
+point j of class m has i among its own nearest points of class l (a mutual pair, the
+test of MNN batch correction). Each class is first centred on its mean, so that a shift of
+the whole batch does not hide its counterparts. Among the :data:`K_MUTUAL` nearest
+other-class points of the points of class l, the share of mutual pairs ``μ_l`` is compared
+with the same share among own-class neighbours, ``μ_own`` (how mutual neighbourhoods of
+this data are at all): ``τ_l = min(1, μ_l / μ_own)``, on at most :data:`TRUST_SAMPLE`
+points per class. Copies give τ near 1, different things well below (measured at
+:data:`TRUST_FROM`).
+
+**Already mixed in P.** ct-SNE's β' cannot create attraction between classes, only
+strengthen it: at a mixed layout its Q puts about β'·e_l of a point's mass on other
+classes, so a point whose own row of the standard P carries more than that, relative to
+the random level (``r_i = c_i/e_l > β'``, with the default β' = 0.01,
+:data:`POINT_RATIO_ABOVE`), is pulled to its counterparts, and one with less is not. When
+at least :data:`MIXED_POINTS` of the points are pulled, the prior is already mixed in P
+and the standard P is kept, bit for bit: measured, the paper's synthetic priors (95–100 %
+of the points), three simulated donors whose standard ct-SNE reaches chance level (100 %);
+against 46–61 % where standard ct-SNE leaves the batch visible (simulated scanner,
+one-pixel shift, strong simulated donors; digits as prior 56 %) and 8–22 % for Adult's
+attributes.
+
+**Target cross share** ``t_l = min(τ_l · e_l, 1/2)``: the random level, scaled by how
+far the counterparts can be trusted, and at most half (:data:`MAX_SHARE`: the own class
+keeps at least half of each point's affinity). Where the standard P already gives every
+class that share, it is kept as well. Otherwise the balanced P gives each point of class
+l the cross share ``max(t_l, c_l)`` (never less than the standard P had) when the
+counterparts are trusted (overall τ ≥ :data:`TRUST_FROM`); with less trust the classes
+are mostly different things (the digits of a digit prior), mixing them would pull points
+to strangers, and the balanced P is used only where the standard P cannot mix at all
+(:attr:`ctsne.affinities.mixing.PriorMixing.separates`), with the small targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .balanced import PER_CLASS_UP_TO
+from .mixing import PriorMixing
+
+__all__ = ["K_MUTUAL", "MAX_SHARE", "MIN_SHARE", "MIXED_POINTS", "POINT_RATIO_ABOVE", "TRUST_FROM",
+           "TRUST_SAMPLE", "CrossShare", "already_mixed", "choose_cross_share", "counterpart_trust",
+           "pulled_share"]
+
+# Neighbours per point in the mutual-pair test.
+K_MUTUAL = 10
+# Points of each class the test uses at most (exact search on a sample: O(L²·m²·p)).
+TRUST_SAMPLE = 1000
+# Overall trust from which the balanced P is used wherever the standard P falls short of
+# the target. Measured (k = 10; experiments/integration.py data and the paper's examples):
+# copies 0.82-0.99 (three simulated donors on pbmc68k_reduced 0.88-0.95; digits through a
+# simulated scanner 0.97; Adult by gender 0.82, by income 0.76, by ethnicity 0.87; the
+# paper's synthetic priors 0.94-0.99; a shifted copy of a point cloud 0.99), different
+# things 0.33-0.58 (sklearn digits with the digit as prior 0.33; digits with half shifted
+# a pixel, which pairs wrong digits, 0.58).
+TRUST_FROM = 0.7
+# A point is pulled to its counterparts by the standard P when its row's cross share is
+# above β' times the random level; the default β' (ctsne.estimator.parameters).
+POINT_RATIO_ABOVE = 0.01
+# The prior is already mixed in P when at least this share of the points is so pulled.
+MIXED_POINTS = 0.75
+# Most cross share of a class: its own class keeps at least half of each point's affinity,
+# the part that carries the structure the map must keep. Without the cap small classes
+# and many classes (random level near 1) would put almost all affinity on counterparts:
+# four Gaussian blobs as prior at 0.76 across left ct-SNE's optimiser above the KL of a
+# collapsed start after 180 iterations (0.5: below it).
+MAX_SHARE = 0.5
+# Least cross share of an explicitly requested balanced P (no standard P to compare with):
+# the former "separated" threshold, below which the other classes get no real pull.
+MIN_SHARE = 0.05
+
+
+def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
+    """Indices (into B) of each row of A's k nearest rows of B (Euclidean, exact)."""
+    d2 = (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
+          - 2.0 * A @ B.T)
+    if same:
+        np.fill_diagonal(d2, np.inf)
+    k = min(k, B.shape[0] - (1 if same else 0))
+    return np.argpartition(d2, k - 1, axis=1)[:, :k] if k > 0 else np.empty((len(A), 0), int)
+
+
+def _mutual_fraction(ab: np.ndarray, ba: np.ndarray) -> float:
+    """Share of the pairs (i, ab[i, u]) for which i is among ba[ab[i, u]]."""
+    if ab.size == 0:
+        return float("nan")
+    hits = (ba[ab] == np.arange(len(ab))[:, None, None]).any(axis=2)
+    return float(hits.mean())
+
+
+def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
+                      per_class: int = TRUST_SAMPLE, seed: int = 0):
+    """Counterpart trust per class and overall (module note).
+
+    Each class is centred on its own mean first (a batch's overall shift is no evidence
+    against counterparts: without it a shifted copy pairs every point with the copy's
+    facing side), and at most ``per_class`` points of each class, drawn with ``seed``,
+    are compared with exact Euclidean neighbours. With more than
+    :data:`ctsne.affinities.balanced.PER_CLASS_UP_TO` other classes each class is compared
+    with all others pooled.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    codes : ndarray of int (n,)
+        Classes 0..L−1, L ≥ 2.
+    k : int
+        Neighbours per point in the mutual-pair test.
+    per_class : int
+        Most points of a class used.
+    seed : int
+        Seed of the subsample (the trust is a statistic of the data, not of a run).
+
+    Returns
+    -------
+    class_trust : ndarray (n_classes,)
+        ``min(1, μ_l / μ_own)`` per class.
+    trust : float
+        ``min(1, μ_cross / μ_own)`` over all classes.
+    mutual_own, mutual_cross : float
+        The shares of mutual pairs among own-class and other-class neighbours.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    L = int(codes.max()) + 1
+    rng = np.random.default_rng(seed)
+    parts = []
+    for c in range(L):
+        rows = np.flatnonzero(codes == c)
+        if len(rows) > per_class:
+            rows = np.sort(rng.choice(rows, per_class, replace=False))
+        Z = X[rows]
+        Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
+        parts.append(Z - Z.mean(axis=0))
+    own = np.array([_mutual_fraction(_knn_sets(Z, Z, k, True), _knn_sets(Z, Z, k, True))
+                    if len(Z) > 1 else np.nan for Z in parts])
+    cross = np.full(L, np.nan)
+    if L - 1 <= PER_CLASS_UP_TO:
+        pair = np.full((L, L), np.nan)
+        for a in range(L):
+            for b in range(a + 1, L):
+                ab = _knn_sets(parts[a], parts[b], k, False)
+                ba = _knn_sets(parts[b], parts[a], k, False)
+                pair[a, b] = _mutual_fraction(ab, ba)
+                pair[b, a] = _mutual_fraction(ba, ab)
+        cross = np.nanmean(np.where(np.eye(L, dtype=bool), np.nan, pair), axis=1)
+    else:
+        sizes = np.array([len(Z) for Z in parts])
+        pooled = np.vstack(parts)
+        owner = np.repeat(np.arange(L), sizes)
+        start = np.concatenate([[0], np.cumsum(sizes)])
+        lists = []
+        for a in range(L):
+            others = np.flatnonzero(owner != a)
+            lists.append(others[_knn_sets(parts[a], pooled[others], k, False)])
+        for a in range(L):
+            hits = [start[a] + i in lists[owner[j]][j - start[owner[j]]]
+                    for i, row in enumerate(lists[a]) for j in row]
+            cross[a] = float(np.mean(hits)) if hits else np.nan
+    mutual_own = float(np.nanmean(own))
+    mutual_cross = float(np.nanmean(cross))
+    if not mutual_own > 0:
+        return np.zeros(L), 0.0, mutual_own, mutual_cross
+    class_trust = np.minimum(np.nan_to_num(cross / mutual_own), 1.0)
+    return class_trust, min(1.0, mutual_cross / mutual_own), mutual_own, mutual_cross
+
+
+@dataclass
+class CrossShare:
+    """The cross-class share chosen for a P, and why.
+
+    Attributes
+    ----------
+    mode : str
+        "standard" or "balanced": the P it leads to.
+    reason : str
+        One sentence: why.
+    class_share : ndarray (n_classes,)
+        Each class's share of affinity on other classes in the balanced P (the standard
+        P's own shares where it was kept).
+    class_target, class_standard, class_expected, class_trust : ndarray (n_classes,)
+        ``t_l``, the standard P's ``c_l``, the random level ``e_l`` and ``τ_l``.
+    trust, mutual_own, mutual_cross : float
+        Overall τ and the mutual-pair shares it is made of (NaN where not measured).
+    pulled : float
+        Share of the points pulled to other classes by their standard row
+        (:func:`pulled_share`; NaN without a standard P).
+    """
+
+    mode: str
+    reason: str
+    class_share: np.ndarray
+    class_target: np.ndarray
+    class_standard: np.ndarray
+    class_expected: np.ndarray
+    class_trust: np.ndarray
+    trust: float
+    mutual_own: float
+    mutual_cross: float
+    pulled: float = float("nan")
+
+    def to_dict(self) -> dict:
+        """Plain floats and lists (JSON-serialisable)."""
+        out = {"mode": self.mode, "reason": self.reason}
+        for key in ("class_share", "class_target", "class_standard", "class_expected",
+                    "class_trust"):
+            out[key] = [float(v) for v in getattr(self, key)]
+        for key in ("trust", "mutual_own", "mutual_cross", "pulled"):
+            out[key] = float(getattr(self, key))
+        return out
+
+    def summary(self) -> str:
+        """One line for verbose output."""
+        shares = ", ".join(f"{100 * v:.0f} %" for v in self.class_share[:8])
+        more = ", …" if len(self.class_share) > 8 else ""
+        return (f"cross-class share per class: {shares}{more} ({self.mode} P; counterpart "
+                f"trust {self.trust:.2f}): {self.reason}")
+
+
+def pulled_share(point_ratio: np.ndarray) -> float:
+    """Share of the points whose standard row pulls them to other classes
+    (``r_i >`` :data:`POINT_RATIO_ABOVE`; :func:`ctsne.affinities.mixing.point_cross_ratio`)."""
+    return float(np.mean(np.asarray(point_ratio) > POINT_RATIO_ABOVE))
+
+
+def already_mixed(standard: PriorMixing, point_ratio: np.ndarray) -> CrossShare | None:
+    """The standard P's choice when no search is needed, else None.
+
+    No search is needed when at least :data:`MIXED_POINTS` of the points are pulled to
+    other classes by their own rows, or when every class already reaches its random level
+    (no target can ask for more).
+    """
+    pulled = pulled_share(point_ratio)
+    c, e = standard.class_cross, standard.class_expected
+    nan = np.full(len(c), float("nan"))
+    if pulled >= MIXED_POINTS:
+        why = (f"the prior is already mixed in P: {100 * pulled:.0f} % of the points "
+               f"(≥ {100 * MIXED_POINTS:.0f} %) have more than {POINT_RATIO_ABOVE:g} of the "
+               "random cross share in their own row")
+    elif np.all(c >= e):
+        why = "the standard P already reaches the random level in every class"
+    else:
+        return None
+    return CrossShare("standard", why, c, nan, c, e, nan, float("nan"), float("nan"),
+                      float("nan"), pulled)
+
+
+def choose_cross_share(expected: np.ndarray, standard: np.ndarray | None, trust,
+                       separates: bool = False, pulled: float = float("nan")) -> CrossShare:
+    """Apply the rule (module note).
+
+    Parameters
+    ----------
+    expected : ndarray (n_classes,)
+        The random level ``e_l`` of each class.
+    standard : ndarray (n_classes,) or None
+        The standard P's cross share ``c_l`` of each class; None when no standard P was
+        built (``affinities="balanced"``): the balanced P then gets the targets, at least
+        :data:`MIN_SHARE`.
+    trust : tuple
+        :func:`counterpart_trust`'s result.
+    separates : bool
+        Whether the standard P cannot mix the classes at all (it decides for low trust).
+    pulled : float
+        :func:`pulled_share` of the standard P (recorded).
+
+    Returns
+    -------
+    CrossShare
+    """
+    e = np.asarray(expected, dtype=np.float64)
+    class_trust, tau, m_own, m_cross = trust
+    target = np.minimum(class_trust * e, MAX_SHARE)
+    common = (class_trust, tau, m_own, m_cross, pulled)
+    if standard is None:
+        share = np.maximum(target, MIN_SHARE)
+        return CrossShare("balanced", "affinities='balanced' without within_weight: each "
+                          f"class gets its target share (at least {MIN_SHARE:g})", share,
+                          target, np.full(len(e), float("nan")), e, *common)
+    c = np.asarray(standard, dtype=np.float64)
+    if np.all(c >= target):
+        return CrossShare("standard", "the standard P already gives every class its "
+                          "target share (the prior is already mixed in P)", c, target, c, e,
+                          *common)
+    share = np.maximum(target, c)
+    if tau >= TRUST_FROM:
+        return CrossShare("balanced", f"the other classes hold counterparts (trust "
+                          f"{tau:.2f} ≥ {TRUST_FROM:g}) and the standard P falls short of "
+                          "the target share", share, target, c, e, *common)
+    if separates:
+        return CrossShare("balanced", f"few counterparts (trust {tau:.2f} < "
+                          f"{TRUST_FROM:g}), but the standard P cannot mix the classes at "
+                          "all, so each class gets its small target share", share, target,
+                          c, e, *common)
+    return CrossShare("standard", f"few counterparts (trust {tau:.2f} < {TRUST_FROM:g}): "
+                      "the classes are mostly different things, and the standard P already "
+                      "links them", c, target, c, e, *common)

@@ -1,0 +1,159 @@
+"""The rule that chooses each prior class's cross-class share (ctsne.affinities.cross_share):
+hand-computed mutual pairs, each branch of the rule, and constructed data (a prior already
+mixed in P, a mild and a strong batch, a prior of different things)."""
+
+import numpy as np
+import pytest
+
+from ctsne import ConditionalTSNE
+from ctsne.affinities.cross_share import (
+    MIXED_POINTS,
+    TRUST_FROM,
+    choose_cross_share,
+    counterpart_trust,
+)
+from ctsne.affinities.mixing import point_cross_ratio
+from ctsne.affinities.modes import input_affinities
+from ctsne.affinities.standard import joint_affinities, standard_conditional
+
+
+def _reference_trust(X, codes, k):
+    """Mutual-pair shares with scikit-learn's exact neighbours on class-centred data."""
+    from sklearn.neighbors import NearestNeighbors
+
+    L = codes.max() + 1
+    Z = X - np.array([X[codes == c].mean(0) for c in range(L)])[codes]
+    lists = {}
+    for b in range(L):
+        rb = np.flatnonzero(codes == b)
+        nn = NearestNeighbors(n_neighbors=k + 1).fit(Z[rb])
+        for a in range(L):
+            ra = np.flatnonzero(codes == a)
+            got = rb[nn.kneighbors(Z[ra], return_distance=False)]
+            lists[a, b] = dict(zip(ra, (got[:, 1:] if a == b else got[:, :k]), strict=True))
+
+    def share(a, b):
+        pairs = [(i, j) for i, row in lists[a, b].items() for j in row]
+        return np.mean([i in lists[b, a][j] for i, j in pairs])
+
+    own = np.mean([share(a, a) for a in range(L)])
+    cross = np.array([np.mean([share(a, b) for b in range(L) if b != a]) for a in range(L)])
+    return own, cross
+
+
+@pytest.mark.parametrize("L", [3, 11])  # per class pair, and pooled (> 8 other classes)
+def test_counterpart_trust_matches_a_reference(L, rng):
+    codes = np.repeat(np.arange(L), 40)
+    X = rng.normal(size=(len(codes), 3)) + 0.7 * rng.normal(size=(L, 3))[codes]
+    per, tau, m_own, m_cross = counterpart_trust(X, codes, k=4)
+    own, cross = _reference_trust(X, codes, 4)
+    assert m_own == pytest.approx(own)
+    if L == 3:
+        assert m_cross == pytest.approx(cross.mean())
+        np.testing.assert_allclose(per, np.minimum(cross / own, 1.0))
+    assert tau == pytest.approx(min(1.0, m_cross / m_own))
+    assert 0 <= m_cross <= 1 and np.all((per >= 0) & (per <= 1))
+
+
+def test_a_shifted_copy_is_trusted_and_a_different_shape_is_not(rng):
+    # three clusters on a line; the copy shifted, the other class's clusters on another axis
+    centres = np.repeat([-6.0, 0.0, 6.0], 50)
+    base = rng.normal(size=(150, 4))
+    base[:, 0] += centres
+    copy = base + rng.normal(scale=0.05, size=base.shape) + [0, 0, 0, 25]
+    other = rng.normal(size=(150, 4))
+    other[:, 2] += centres
+    codes = np.repeat([0, 1], 150)
+    assert counterpart_trust(np.vstack([base, copy]), codes)[1] > 0.9
+    assert counterpart_trust(np.vstack([base, other]), codes)[1] < 0.5
+
+
+def test_point_cross_ratio_by_hand():
+    codes = np.array([0, 0, 1])  # random levels: class 0 1 − 1/2 = 0.5, class 1 1
+    idx = np.array([[1, 2], [0, 2], [0, 1]])
+    cond = np.array([[0.75, 0.25], [0.5, 0.5], [0.3, 0.7]])
+    np.testing.assert_allclose(point_cross_ratio(idx, cond, codes), [0.5, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("standard, tau, separates, mode, share", [
+    ([0.5, 0.5], 0.9, False, "standard", [0.5, 0.5]),       # at the target already
+    ([0.1, 0.3], 0.9, False, "balanced", [0.45, 0.45]),     # trusted: raised to τ·e
+    ([0.1, 0.3], 0.3, True, "balanced", [0.15, 0.3]),       # separated: small targets
+    ([0.1, 0.3], 0.3, False, "standard", [0.1, 0.3]),       # different things, linked
+])
+def test_each_branch_of_the_rule(standard, tau, separates, mode, share):
+    expected = np.array([0.5, 0.5])
+    trust = (np.full(2, tau), tau, 0.6, 0.6 * tau)
+    got = choose_cross_share(expected, np.array(standard), trust, separates)
+    assert got.mode == mode
+    np.testing.assert_allclose(got.class_share, share)
+    np.testing.assert_allclose(got.class_target, np.minimum(tau * expected, 0.5))
+    assert got.to_dict()["mode"] == mode and got.reason in got.summary()
+
+
+def _copies(rng, n_per, offset, noise=0.6):
+    """Two batches of the same four clusters; the second offset along a fifth axis."""
+    cluster = np.tile(np.arange(4), n_per // 2)
+    batch = np.repeat([0, 1], len(cluster) // 2)
+    X = 6.0 * np.eye(5)[cluster] + rng.normal(scale=noise, size=(len(cluster), 5))
+    X[batch == 1, 4] += offset
+    return X, batch, cluster
+
+
+def test_already_mixed_prior_keeps_the_standard_p_bit_for_bit(rng):
+    X, _, _ = _copies(rng, 200, 0.0)
+    labels = rng.integers(0, 3, len(X))  # unrelated to the data
+    got = input_affinities(X, 10.0, labels, "auto", neighbors="exact")
+    ref = joint_affinities(X, 10.0, neighbors="exact")
+    assert got.mode == "standard" and (got.P != ref).nnz == 0
+    assert got.cross_share.mode == "standard" and got.cross_share.pulled >= MIXED_POINTS
+
+
+@pytest.mark.parametrize("offset", [2.5, 30.0])  # a mild and a strong batch
+def test_a_batch_gets_the_trusted_random_share(offset, rng):
+    X, batch, _ = _copies(rng, 200, offset)
+    table = standard_conditional(X, 10.0, neighbors="exact")
+    pulled = np.mean(point_cross_ratio(table.idx, table.cond, batch) > 0.01)
+    got = input_affinities(X, 10.0, batch, "auto", neighbors="exact")
+    share = got.cross_share
+    assert pulled < MIXED_POINTS  # the standard P leaves most points unpulled
+    assert got.mode == "balanced" and share.trust >= TRUST_FROM
+    # copies: the target is the trusted random level, and the balanced P puts exactly the
+    # chosen share across (symmetrising keeps the total; classes of equal size)
+    np.testing.assert_allclose(share.class_share, np.minimum(
+        share.class_trust * share.class_expected, 0.5))
+    assert np.all(share.class_share >= share.class_standard)
+    assert got.mixing.cross == pytest.approx(np.mean(share.class_share), rel=1e-9)
+
+
+def test_a_prior_of_different_things_keeps_the_standard_p():
+    """sklearn's digits with the digit as prior (the paper's use): few counterparts, and
+    the standard P already links the classes."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    X = d.data.astype(np.float64)
+    got = input_affinities(X, 30.0, d.target, "auto")
+    assert got.mode == "standard" and got.cross_share.trust < TRUST_FROM
+    assert (got.P != joint_affinities(X, 30.0)).nnz == 0
+
+
+def test_the_fitted_model_and_verbose_state_the_choice(rng, capsys):
+    X, batch, _ = _copies(rng, 120, 30.0)
+    model = ConditionalTSNE(perplexity=10, n_iter=0, early_exaggeration_iter=0,
+                            random_state=0, verbose=True).fit(X, batch)
+    err = capsys.readouterr().err
+    choice = model.prior_mixing_.cross_share
+    assert model.affinities_ == "balanced" and choice.mode == "balanced"
+    assert "cross-class share per class" in err and choice.reason in err
+    assert model.prior_mixing_.to_dict()["cross_share"]["mode"] == "balanced"
+    given = ConditionalTSNE(perplexity=10, n_iter=0, early_exaggeration_iter=0,
+                            within_weight=0.7).fit(X, batch)
+    np.testing.assert_allclose(given.prior_mixing_.cross_share.class_share, 0.3)
+    assert given.prior_mixing_.cross == pytest.approx(0.3, rel=1e-9)
+
+
+def test_the_own_class_keeps_at_least_half():
+    trust = (np.ones(3), 1.0, 0.6, 0.6)
+    got = choose_cross_share(np.array([0.9, 0.6, 0.2]), np.zeros(3), trust)
+    np.testing.assert_allclose(got.class_share, [0.5, 0.5, 0.2])
