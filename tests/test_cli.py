@@ -435,7 +435,9 @@ def test_embed_compare_draws_tsne_from_the_same_p_and_start(work, tmp_path, monk
     s_ctsne = laplacian_score(Y, data.f14, k=30)
     assert titles[0].splitlines()[1] == f"Laplacian score 30-NN: f14 {s_tsne:.3f}"
     assert titles[1].splitlines()[1] == f"Laplacian score 30-NN: f14 {s_ctsne:.3f}"
-    assert s_ctsne > s_tsne  # the prior was factored out (a short run: a small margin)
+    # the prior was factored out: measured 0.817 against 0.737 (a short run, one thread);
+    # the margin keeps the comparison off a tie that rounding could decide
+    assert s_ctsne > s_tsne + 0.04
 
 
 @pytest.mark.parametrize("extra, phrase", [

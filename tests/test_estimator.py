@@ -55,7 +55,7 @@ def test_optimisation_lowers_kl_and_continues(blobs):
     kl0 = model.kl_divergence_
     init_kl = exact_objective_terms(model.P_, np.random.default_rng(0).normal(
         scale=1e-4, size=Y0.shape), labels).kl
-    assert kl0 < init_kl
+    assert kl0 < init_kl - 0.1  # measured 2.60 against 2.88
     model.optimize(n_iter=100)
     assert model.n_iter_ == 280
     assert model.kl_divergence_ <= kl0 + 1e-3

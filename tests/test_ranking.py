@@ -19,7 +19,8 @@ def test_planted_feature_ranked_first(rng):
     assert res.top == "f3"
     assert res.order[0] == 3
     assert res.weights[0] > 0
-    assert np.all(np.abs(res.weights[0]) > np.abs(res.weights[1:]))
+    # measured 3.26 against at most 0.26: by a wide margin, not by rounding
+    assert np.abs(res.weights[0]) > 5 * np.abs(res.weights[1:]).max()
     # Standardised mean difference agrees with a direct computation.
     want = (X[sel, 3].mean() - X[~sel, 3].mean()) / X[:, 3].std()
     assert res.mean_difference[0] == pytest.approx(want)
