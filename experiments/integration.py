@@ -261,12 +261,16 @@ FIELDS = ("batch_homogeneity", "batch_chance", "batch_mixing", "ilisi", "batch_a
           "bio", "overall")
 
 
-def run_set(name: str, seed: int, small: bool, variants: bool = True) -> dict:
-    """All methods on one data set: scores, maps, seconds, and what ctsne's P chose."""
+def run_set(name: str, seed: int, small: bool, variants: bool = True,
+            only: list[str] | None = None) -> dict:
+    """All methods (or ``only`` these) on one data set: scores, maps, seconds, and what
+    ctsne's P chose."""
     data = DATASETS[name](np.random.default_rng(seed), small)
     out = {"n": len(data["X"]), "dims": data["X"].shape[1], "how": HOW[name],
            "scores": {}, "skipped": {}, "seconds": {}, "maps": {}}
     for method, fit in methods(variants).items():
+        if only is not None and method not in only:
+            continue
         t0 = time.perf_counter()
         try:
             res = fit(data, seed, small)
@@ -342,10 +346,12 @@ def main(argv=None) -> dict:
         p.add_argument("--sets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
         p.add_argument("--no-variants", action="store_true",
                        help="only ctsne's defaults among ctsne's maps")
+        p.add_argument("--methods", nargs="+", choices=list(methods()), default=None,
+                       help="only these methods (default: all)")
 
     args = C.parse_args(__doc__.splitlines()[0], argv, extra)
-    results = {name: run_set(name, args.seed, args.small, not args.no_variants)
-               for name in args.sets}
+    results = {name: run_set(name, args.seed, args.small, not args.no_variants,
+                             args.methods) for name in args.sets}
     _figures(results, args.out)
     summary = {name: {k: v for k, v in res.items() if k not in ("maps", "data")}
                for name, res in results.items()}
