@@ -701,7 +701,7 @@ def test_page_served_while_the_first_map_runs_then_umap_step_and_csv_export(driv
         np.testing.assert_array_equal(Y0, model.embedding_)
         box = [Y0[:, 0].min(), Y0[:, 0].max(), Y0[:, 1].min(), Y0[:, 1].max()]
         assert _framed(_frame(d, "fig_map_b"), box, fill=0.8)
-        assert "750" not in d.execute_script(f"return {_MODEL}('progress').text")
+        assert "iteration 400 / 400" in d.execute_script(f"return {_MODEL}('progress').text")
 
         # a conditional UMAP step, chosen on the page
         d.execute_script(f"{_MODEL}('method').value = 'umap'; {_MODEL}('prior').value = ['g'];")
@@ -735,6 +735,16 @@ def test_page_served_while_the_first_map_runs_then_umap_step_and_csv_export(driv
                                        step.embedding, rtol=1e-9, atol=1e-9)
         finally:
             again.stop()
+
+        # item 5: the Drawing switch redraws both maps with WebGL, selection kept
+        d.execute_script(f"{_MODEL}('points').selected.indices = [1, 2, 3];")
+        d.execute_script(f"{_MODEL}('backend').value = 'webgl';")
+        _wait(d, f"const f = {_MODEL}('fig_map_b'); return f != null && "
+              "f.output_backend == 'webgl' && Bokeh.index.find_one(f) != null && "
+              "Bokeh.index.find_one(f).canvas_view.webgl != null", 20, "the WebGL maps")
+        assert d.execute_script(f"return {_MODEL}('points').selected.indices") == [1, 2, 3]
+        assert "Drawing (WebGL in software)" in d.execute_script(
+            f"return {_MODEL}('backend').title")
         assert _severe(d) == []
     finally:
         gate.set()
