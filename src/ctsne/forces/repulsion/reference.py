@@ -39,11 +39,10 @@ PARALLEL_FROM_QUERIES = 1000
 # Tasks per thread of a parallel walk: the cost of a point varies with the density around
 # it, and more, smaller tasks even out the threads' shares.
 TASKS_PER_THREAD = 8
-# Fields (2-D): built for a term when its tree walks over the calls to come, counted as
-# n_calls · rows · log2(class size) cell visits, reach FIELD_FROM times the padded grid's
-# nodes (the FFTs cost ~4 transforms of it; a cell visit ~10 ns, a transformed node
-# ~30 ns, measured roughly on this machine), and within FIELD_BYTES of memory in all.
-FIELD_FROM = 10.0
+# Most memory for the fields of one map's terms (2-D): at 100,000 points a field takes
+# ~25 MB and costs ~0.15 s to build, where walking a class's tree costs ~6 µs per point
+# and iteration (θ = 0.5); past this budget (priors with hundreds of classes) the class
+# terms walk trees.
 FIELD_BYTES = 1 << 30
 
 
@@ -188,10 +187,9 @@ class ReferenceRepulsion:
     The pair weight ``Π_m (β'_m + (α'_m − β'_m)[same class in m])`` expands into one term
     per subset of the prior columns ("same class in all of them",
     :func:`ctsne.prior.weight_terms`), each a plain sum over the reference points of one
-    joint class that new points belong to. In 2-D each such sum is read from its field
-    tabulated once on a grid (:mod:`ctsne.forces.repulsion.field`) where the evaluations
-    to come repay the grid's FFTs; otherwise, and for new points off the grid, a tree over
-    the class is walked (built when first needed).
+    joint class that new points belong to. In 2-D each such sum can be read from its
+    field tabulated once on a grid (:mod:`ctsne.forces.repulsion.field`); otherwise, and
+    for new points off the grid, a tree over the class is walked (built when first needed).
 
     Parameters
     ----------
@@ -202,20 +200,21 @@ class ReferenceRepulsion:
         α'_m and β'_m per column.
     theta : float
         Barnes-Hut opening angle of the trees (0: exact, and no fields).
-    n_calls : int, optional
-        Evaluations expected (iterations of the placement): fields are built for the terms
-        whose evaluations by tree would cost more than the field's FFTs. None: no fields.
+    fields : bool
+        Tabulate fields (2-D, ``theta > 0``): always for the all-points term, and for the
+        class terms if the fields of every class of the reference fit ``field_bytes``.
     field_bytes : int
-        Most memory for the fields together; terms past it use trees.
+        Most memory for the fields together.
     """
 
     def __init__(self, Y_ref, codes_ref, codes_new, alphas, betas, theta: float = 0.5,
-                 n_calls: int | None = None, field_bytes: int = FIELD_BYTES):
+                 fields: bool = False, field_bytes: int = FIELD_BYTES):
         self.theta = float(theta)
         self.Y_ref = np.asarray(Y_ref, dtype=np.float64)
         m = len(codes_new[0]) if codes_new else None
         # (coef, rows of the new points or None for all, members of the reference or None)
         terms: list[tuple[float, np.ndarray | None, np.ndarray | None]] = []
+        n_classes = 0  # classes of the reference over all class terms
         for coef, subset in weight_terms(alphas, betas):
             coef = float(coef)
             if not subset:
@@ -228,6 +227,7 @@ class ReferenceRepulsion:
                                return_inverse=True)
             inv = inv.reshape(-1)
             g_ref = inv[: len(ref)]
+            n_classes += len(np.unique(g_ref))
             g_new = np.full(m, -1, dtype=np.int64)
             g_new[known] = inv[len(ref):]
             for g in np.unique(g_new[g_new >= 0]):
@@ -235,31 +235,49 @@ class ReferenceRepulsion:
                 if len(members):
                     terms.append((coef, np.flatnonzero(g_new == g), members))
         grid = None
-        if n_calls is not None and self.theta > 0 and self.Y_ref.shape[1] == 2 and terms:
+        if fields and self.theta > 0 and self.Y_ref.shape[1] == 2 and terms:
             from .field import FieldGrid
 
             grid = FieldGrid(self.Y_ref, workers=numba.get_num_threads())
-        budget = field_bytes
-        self.terms: list[list] = []  # [coef, rows, members, field or None, tree or None]
-        for coef, rows, members in terms:
+        # Which terms get a field depends on the reference alone, never on the new points
+        # (how many, which classes): a point's placement does not depend on its companions.
+        # The all-points term gets one; the class terms too if the fields of all the
+        # reference's classes would fit in field_bytes.
+        class_fields = grid is not None and (1 + n_classes) * grid.nbytes <= field_bytes
+        # [coef, rows, members, field or None, key of its tree in self._trees]
+        self.terms: list[list] = []
+        self._trees: dict[int, ReferenceTree] = {}  # built when first needed
+        for key, (coef, rows, members) in enumerate(terms):
             field = None
-            if grid is not None and grid.nbytes <= budget:
-                # the all-points term (every new point): always; a class term when its
-                # tree walks (~log2(class) cell visits per point and call) cost more
-                pays = rows is None or (n_calls * len(rows) * max(1.0, np.log2(len(members)))
-                                        >= FIELD_FROM * np.prod(grid.shape))
-                if pays:
-                    from .field import ReferenceField
+            if grid is not None and (members is None or class_fields):
+                from .field import ReferenceField
 
-                    field = ReferenceField(self.Y_ref if members is None
-                                           else self.Y_ref[members], grid)
-                    budget -= grid.nbytes
-            self.terms.append([coef, rows, members, field, None])
+                field = ReferenceField(self.Y_ref if members is None else self.Y_ref[members],
+                                       grid)
+            self.terms.append([coef, rows, members, field, key])
 
     def _tree(self, term: list) -> ReferenceTree:
-        if term[4] is None:
-            term[4] = ReferenceTree(self.Y_ref if term[2] is None else self.Y_ref[term[2]])
-        return term[4]
+        if term[4] not in self._trees:
+            self._trees[term[4]] = ReferenceTree(self.Y_ref if term[2] is None
+                                                 else self.Y_ref[term[2]])
+        return self._trees[term[4]]
+
+    def restrict(self, keep: np.ndarray) -> ReferenceRepulsion:
+        """The same repulsion for the new points ``keep`` (ascending indices) only: rows
+        renumbered, fields and trees shared."""
+        out = object.__new__(ReferenceRepulsion)
+        out.theta, out.Y_ref, out._trees = self.theta, self.Y_ref, self._trees
+        out.terms = []
+        for coef, rows, members, field, key in self.terms:
+            if rows is not None:
+                pos = np.searchsorted(keep, rows)
+                hit = pos < len(keep)
+                hit[hit] = keep[pos[hit]] == rows[hit]
+                rows = pos[hit]
+                if not len(rows):
+                    continue
+            out.terms.append([coef, rows, members, field, key])
+        return out
 
     def fields_used(self) -> int:
         """Number of terms read from a tabulated field."""
