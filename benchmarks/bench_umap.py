@@ -2,6 +2,7 @@
 
     python benchmarks/bench_umap.py                    # quality: plain and with a prior
     python benchmarks/bench_umap.py --speed 50k 200k   # fit time and memory, fresh processes
+    python benchmarks/bench_umap.py --layout 50k       # the two SGD kernels, one graph
 
 Quality. Plain maps (no prior) of real data (scikit-learn's digits, scanpy's bundled
 ``pbmc68k_reduced``, the bundled UCI Adult sample) by umap-learn and by ConditionalUMAP
@@ -12,7 +13,11 @@ Harmony → UMAP, BBKNN → UMAP and ConditionalUMAP's default, scored by the pr
 homogeneity (lower mixes better; chance level beside it) and the label's (higher keeps
 more). Speed. Each method fits the same synthetic data in a fresh process (peak resident
 memory per process), umap-learn plain with all cores and ``random_state=None`` (its
-parallel mode), ConditionalUMAP with a 5-class prior. Results are printed and appended as
+parallel mode), ConditionalUMAP with a 5-class prior. Layout. Both packages' SGD
+(umap-learn's ``optimize_layout_euclidean`` and ``ctsne.optimization.sgd``) run 200
+epochs over the same graph (ConditionalUMAP's, of the speed data with its 5-class prior) on
+one thread, alternating, each timed in CPU seconds of this process: a ratio that other
+work on the machine disturbs far less than wall time. Results are printed and appended as
 JSON lines to ``benchmarks/results.jsonl`` with the machine, date and load.
 """
 
@@ -244,6 +249,48 @@ def speed(sizes: list[str]) -> list[dict]:
     return rows
 
 
+def layout(size: str, repeats: int = 2) -> list[dict]:
+    import numba
+    from sklearn.datasets import make_blobs
+    from umap.layouts import optimize_layout_euclidean
+
+    from ctsne import ConditionalUMAP
+    from ctsne.estimator.umap import class_weights
+    from ctsne.optimization.negatives import NegativeSampler
+    from ctsne.optimization.sgd import epochs_per_sample, optimize_layout
+
+    n = SIZES[size]
+    X, _ = make_blobs(n, 10, centers=20, random_state=0)
+    prior = np.random.default_rng(0).integers(0, 5, n)
+    model = ConditionalUMAP(n_epochs=1, random_state=0).fit(X, prior)
+    G = model.graph_.tocoo()
+    eps = epochs_per_sample(G.data, 200)
+    keep = eps > 0
+    head, tail, eps = G.row[keep].astype(np.int32), G.col[keep].astype(np.int32), eps[keep]
+    joint, W = class_weights(model.prior_)
+    sampler = NegativeSampler.from_classes(joint, W)
+    a, b = model.a_, model.b_
+    start = np.random.default_rng(1).normal(size=(n, 2)) * 10
+    numba.set_num_threads(1)
+    rows = []
+    for rep in range(repeats + 1):  # round 0 compiles both, untimed
+        for method in ("umap-learn", "ctsne (5-class prior)"):
+            t0 = time.process_time()
+            if method == "umap-learn":
+                Y = start.astype(np.float32)
+                state = np.random.RandomState(rep).randint(-2**31 + 1, 2**31 - 1, 3)
+                optimize_layout_euclidean(Y, Y, head, tail, 200, n, eps, a, b,
+                                          state.astype(np.int64), 1.0, 1.0, 5,
+                                          parallel=False, verbose=False)
+            else:
+                optimize_layout(start.copy(), head, tail, eps, 200, a, b, sampler, seed=rep)
+            if rep:
+                rows.append({"n": n, "edges": int(head.size), "method": method,
+                             "cpu_seconds": time.process_time() - t0})
+                print(rows[-1], flush=True)
+    return rows
+
+
 def _record(kind: str, rows: list[dict]) -> None:
     import ctsne
 
@@ -259,12 +306,18 @@ def _record(kind: str, rows: list[dict]) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--speed", nargs="+", choices=list(SIZES), help="time these sizes")
+    parser.add_argument("--layout", choices=list(SIZES), help="the SGD kernels at this size")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
-    rows = speed(args.speed) if args.speed else quality(args.seed)
+    if args.layout:
+        kind, rows = "layout", layout(args.layout)
+    elif args.speed:
+        kind, rows = "speed", speed(args.speed)
+    else:
+        kind, rows = "quality", quality(args.seed)
     if not args.no_record:
-        _record("speed" if args.speed else "quality", rows)
+        _record(kind, rows)
     print(f"peak memory of this process: "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
