@@ -503,3 +503,33 @@ def test_page_exports_reopen_with_explore_embedding(tmp_path, monkeypatch, capsy
     from ctsne.interfaces.explorer.app import _Page
 
     assert list(_Page(Document(), page.ex).exports) == ["csv", "png", "svg", "json"]
+
+
+def test_cli_first_map_in_the_background_with_the_chosen_algorithm(tmp_path, capsys):
+    """Issue 22, item 9 and issue 19: without --embedding, ``explore`` serves at once and
+    computes the first map in the background (here with --algorithm largevis and a
+    prior); the page made meanwhile waits for it, then shows it."""
+    from bokeh.document import Document
+
+    from ctsne.interfaces.cli.main import build_parser
+    from ctsne.interfaces.explorer.app import _Page
+    from ctsne.interfaces.explorer.command import start
+
+    data = tmp_path / "d.csv"
+    _labelled_csv(data)
+    args = build_parser().parse_args(["explore", str(data), "--algorithm", "largevis",
+                                      "--prior", "thickness", "--beta", "0.1", "--threads",
+                                      "1", "--no-browser", "--out", str(tmp_path / "out")])
+    handle = start(args)
+    try:
+        ex = handle.explorer
+        page = _Page(Document(), ex)
+        assert page.method.value == "largevis" and page.go.disabled
+        assert ex.job is not None and ex.job.wait(120)
+        _settle(page)
+        step = ex.session.steps[0]
+        assert step.method == "largevis" and step.prior == ["thickness"] and step.beta == 0.1
+        assert page.history.options == ["0: conditional LargeVis, prior thickness, β'=0.1"]
+        assert not page.go.disabled and np.isfinite(step.embedding).all()
+    finally:
+        handle.stop()
