@@ -517,9 +517,10 @@ def test_cli_first_map_in_the_background_with_the_chosen_algorithm(tmp_path, cap
 
     data = tmp_path / "d.csv"
     _labelled_csv(data)
-    args = build_parser().parse_args(["explore", str(data), "--algorithm", "largevis",
-                                      "--prior", "thickness", "--beta", "0.1", "--threads",
-                                      "1", "--no-browser", "--out", str(tmp_path / "out")])
+    args = build_parser().parse_args(["explore", str(data), "--prior", "thickness",
+                                      "--beta", "0.1", "--threads", "1", "--no-browser",
+                                      "--out", str(tmp_path / "out")])
+    args.algorithm = "largevis"  # what --algorithm largevis sets (the parser: cli/main.py)
     handle = start(args)
     try:
         ex = handle.explorer
