@@ -26,6 +26,16 @@ from ctsne.torch_engine.repulsion import FFTRepulsion, Groups, exact_repulsion  
 CPU = torch.device("cpu")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # the test machines are small and shared: torch's thread pool, spinning on a busy
+    # machine, ran these tests many times slower than one thread
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _rel(a, b) -> float:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
@@ -219,3 +229,20 @@ def test_P_with_many_classes_pools_the_other_classes():
     ref = input_affinities(X, 10.0, codes, "balanced", 0.7, neighbors="exact")
     built, _ = device_affinities(X, 10.0, codes, "balanced", 0.7, device=CPU)
     assert abs(built.P - ref.P).max() <= 1e-6
+
+
+def test_faiss_search_finds_the_exact_neighbours_with_float64_distances():
+    pytest.importorskip("faiss", reason="the FAISS path needs faiss (pip install faiss-cpu)")
+    from ctsne.torch_engine.neighbors import standard_knn
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 8)) + 3.0 * rng.integers(0, 5, 3000)[:, None]
+    i, d = standard_knn(torch.tensor(X), 20, "faiss", random_state=0)
+    i_ref, d_ref = block_knn(torch.tensor(X), torch.tensor(X), 20, same=True)
+    i, d = i.numpy(), d.numpy()
+    recall = np.mean([len(set(a) & set(b)) / 20 for a, b in zip(i, i_ref.numpy(),
+                                                              strict=True)])
+    assert recall > 0.99
+    assert np.all(i != np.arange(3000)[:, None])
+    assert np.allclose(d, np.linalg.norm(X[i] - X[:, None, :], axis=2), rtol=1e-12)
+    assert np.all(np.diff(d, axis=1) >= 0)

@@ -11,6 +11,12 @@ the diagnostic of the final P. Where the search plan is "host" or "faiss"
 (:func:`.neighbors.search_plan`), or the metric is not Euclidean, the label-balanced and
 revised P are built by the numba engine on the host instead (its by-class searches and
 representatives), and the standard P calibrates the host's lists on the device.
+
+``affinities="auto"`` follows the rule of the numba engine as committed when this was
+written: the standard P, switched to the balanced P at the default own-class share where
+the prior separates the data. (A rule that chooses each class's share from the data is
+being added to :mod:`ctsne.affinities.modes`; the device side then needs only the host
+choice applied to the same lists: :func:`_balanced` takes per-class shares already.)
 """
 
 from __future__ import annotations
@@ -88,7 +94,8 @@ def _blocks(dist, widths, perplexity: float, k: int, weights):
 
 
 def _balanced(X, codes, perplexity, within_weight, work_dtype):
-    """Label-balanced P (:func:`ctsne.affinities.balanced.balanced_affinities`)."""
+    """Label-balanced P (:func:`ctsne.affinities.balanced.balanced_affinities`);
+    ``within_weight`` one own-class share, or one per class (a sequence)."""
     torch = load_torch()
     n = X.shape[0]
     k = n_neighbors_for(perplexity, n)
@@ -96,10 +103,11 @@ def _balanced(X, codes, perplexity, within_weight, work_dtype):
     own_i, own_d = own_class_knn(X, codes, k, work_dtype)
     sizes = torch.bincount(codes).to(torch.float64)
     L = len(sizes)
+    w = torch.as_tensor(np.broadcast_to(np.asarray(w_own, dtype=np.float64), (L,)).copy(),
+                        device=X.device)[codes][:, None]
     if L - 1 > PER_CLASS_UP_TO:
         o_i, o_d = pooled_other_knn(X, codes, k, work_dtype)
-        weights = torch.tensor([[w_own, 1.0 - w_own]], dtype=torch.float64,
-                               device=X.device).expand(n, 2)
+        weights = torch.cat([w, 1.0 - w], 1)
         widths = [k, k]
     else:
         k_other = min(k, max(K_MIN, math.ceil(k / (L - 1))))
@@ -107,8 +115,7 @@ def _balanced(X, codes, perplexity, within_weight, work_dtype):
         ar = torch.arange(L - 1, device=X.device)[None, :]
         block_class = ar + (ar >= codes[:, None]).to(ar.dtype)
         share = sizes[block_class] / (n - sizes[codes])[:, None]
-        weights = torch.cat([torch.full((n, 1), w_own, dtype=torch.float64,
-                                        device=X.device), (1.0 - w_own) * share], 1)
+        weights = torch.cat([w, (1.0 - w) * share], 1)
         widths = [k] + [k_other] * (L - 1)
     cond = _blocks(torch.cat([own_d, o_d], 1), widths, perplexity, k, weights)
     return symmetrize_device(torch.cat([own_i, o_i], 1), cond)

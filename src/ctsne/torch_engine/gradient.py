@@ -25,6 +25,8 @@ __all__ = ["EXACT_UP_TO", "TorchGradient", "choose_method"]
 # second, so a few thousand points are still cheaper than the FFT grids' fixed cost
 # (estimated, not measured: no GPU was lent to the session that wrote this).
 EXACT_UP_TO = {"cpu": 500, "cuda": 4_000}
+# The exact kernel keeps the (n, n) pair weights up to this many pairs (128 MB in float64).
+KEEP_WEIGHTS_UP_TO = 1 << 24
 
 
 def choose_method(method: str, n: int, d: int, device) -> str:
@@ -69,6 +71,9 @@ class TorchGradient:
         self.groups = Groups(terms, n, device)
         self.engine = choose_method(method, n, d, device)
         self._fft = FFTRepulsion(self.groups, d) if self.engine == "fft" else None
+        self._W = None  # the exact kernel's pair weights, kept where they are small
+        if self.engine == "exact" and n * n <= KEEP_WEIGHTS_UP_TO:
+            self._W = self.groups.weights(torch.arange(n, device=device)).to(dtype)
         # Σ p log p − Σ p log w over P's non-zeros, once
         a = self.attraction
         logw = torch.log(self.groups.weights_of_pairs(a.row, a.col))
@@ -88,7 +93,7 @@ class TorchGradient:
         if self._fft is not None:
             rep, S = self._fft(Y)
         else:
-            rep, S = exact_repulsion(Y, self.groups)
+            rep, S = exact_repulsion(Y, self.groups, self._W)
         self._sync()
         self.timings["attraction"] += t1 - t0
         self.timings["repulsion"] += time.perf_counter() - t1

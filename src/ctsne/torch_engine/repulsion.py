@@ -103,13 +103,16 @@ class Groups:
         return w
 
 
-def exact_repulsion(Y, groups: Groups):
+def exact_repulsion(Y, groups: Groups, W=None):
     """``F_i = Σ_j w_ij t_ij² (y_i − y_j)`` and ``S = Σ_{i≠j} w_ij t_ij``, all pairs.
 
     Parameters
     ----------
     Y : tensor (n, d)
     groups : Groups
+    W : tensor (n, n), optional
+        The pair weights ``groups.weights(all rows)`` in Y's type, kept by a caller that
+        evaluates many embeddings of few points (else rebuilt block by block).
 
     Returns
     -------
@@ -127,7 +130,7 @@ def exact_repulsion(Y, groups: Groups):
         diff = Y[s:e, None, :] - Y[None, :, :]
         t = 1.0 / (1.0 + (diff * diff).sum(-1))
         t[torch.arange(e - s, device=Y.device), r] = 0.0  # no self-pairs
-        wt = groups.weights(r).to(Y.dtype) * t
+        wt = (groups.weights(r).to(Y.dtype) if W is None else W[s:e]) * t
         S = S + wt.sum(dtype=torch.float64)
         F[s:e] = ((wt * t)[..., None] * diff).sum(1)
     return F, S
