@@ -10,7 +10,9 @@ and the transfer of the columns included. Above ``--max-points`` (default 200,00
 ``explore``) the page draws a random subsample. "Panning" drags the map with the pan tool
 through 30 pointer moves, 16 ms apart, while an in-page requestAnimationFrame loop records
 frame times, for WebGL and the 2-D canvas, with Bokeh's level of detail on (its default:
-above 2,000 points every 10th point is drawn while interacting) or off. Headless Chromium
+above 2,000 points every 10th point is drawn while interacting) or off. "Hover" moves the
+pointer onto a point inside a blob and times until the hover tool has its tooltip (one
+entry: the nearest point), with how many points were under the pointer. Headless Chromium
 renders WebGL in software (SwiftShader) here; a desktop GPU is faster. Appends JSON lines
 to ``benchmarks/results.jsonl``.
 """
@@ -95,6 +97,35 @@ def pan_frames(d, moves: int = 60) -> tuple[np.ndarray, float]:
     return np.diff(np.asarray(t, dtype=float)), abs(d.execute_script(x_start) - before)
 
 
+def hover(d) -> tuple[float, int, int]:
+    """Milliseconds from a pointer move onto the first point of the right-hand map (inside
+    one of the blobs) until
+    the hover tool has its tooltip entries; how many entries (one: the nearest point) and
+    how many points the pointer hit."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    x, y = d.execute_script(f"""const v = Bokeh.index.find_one({MODEL}('fig_map_b'));
+        const s = {MODEL}('points').data, r = v.el.getBoundingClientRect();
+        return [r.left + v.frame.x_scale.compute(s.xb[0]),
+                r.top + v.frame.y_scale.compute(s.yb[0])];""")
+    view = (f"[...Bokeh.index.find_one({MODEL}('fig_map_b')).tool_views.values()]"
+            ".find(t => t.model.type === 'HoverTool')")
+    ActionChains(d).move_by_offset(0, 0).perform()
+    d.execute_script(f"{view}._current_entries = [];")
+    t0 = time.perf_counter()
+    chain = ActionChains(d)
+    chain.w3c_actions.pointer_action.move_to_location(int(x), int(y))
+    chain.perform()
+    while not d.execute_script(f"return {view}._current_entries.length > 0"):
+        if time.perf_counter() - t0 > 60:
+            return float("nan"), 0, 0
+        time.sleep(0.005)
+    ms = 1000 * (time.perf_counter() - t0)
+    entries, hit = d.execute_script(f"const e = {view}._current_entries; "
+                                    "return [e.length, e.length ? e[0].vars.indices.length : 0]")
+    return ms, int(entries), int(hit)
+
+
 def run(n: int, repeats: int, backend: str, lod: bool, moves: int, max_points: int) -> dict:
     from ctsne import explore
 
@@ -106,7 +137,7 @@ def run(n: int, repeats: int, backend: str, lod: bool, moves: int, max_points: i
                      out_dir="/tmp/ctsne-bench-explore", backend=backend,
                      max_points=max_points)
     start_s = time.perf_counter() - t0
-    paints, frames, moved = [], [], []
+    paints, frames, moved, hovers = [], [], [], []
     try:
         for _ in range(repeats):
             d = browser()
@@ -118,6 +149,8 @@ def run(n: int, repeats: int, backend: str, lod: bool, moves: int, max_points: i
                 f, dx = pan_frames(d, moves)
                 frames.append(f)
                 moved.append(dx)
+                time.sleep(0.5)
+                hovers.append(hover(d))
             finally:
                 d.quit()
     finally:
@@ -128,7 +161,9 @@ def run(n: int, repeats: int, backend: str, lod: bool, moves: int, max_points: i
             "first_paint_s": float(np.median(paints)), "first_paint_all_s": paints,
             "pan_frame_median_ms": float(np.median(f)),
             "pan_frame_p95_ms": float(np.percentile(f, 95)), "pan_frames": int(len(f)),
-            "panned_x": float(min(moved))}
+            "panned_x": float(min(moved)),
+            "hover_ms": float(np.median([h[0] for h in hovers])),
+            "hover_entries": max(h[1] for h in hovers), "hover_hit": max(h[2] for h in hovers)}
 
 
 def main() -> None:
@@ -140,7 +175,8 @@ def main() -> None:
                     help="points drawn (a random subsample above it), as explore's option")
     ap.add_argument("--configs", nargs="+", default=["webgl:lod", "webgl:nolod",
                                                        "canvas:lod"],
-                    help="BACKEND:lod|nolod (Bokeh's level of detail while panning)")
+                    help="BACKEND:lod|nolod (Bokeh's level of detail while panning); BACKEND "
+                    "auto, webgl or canvas as explore's --backend")
     args = ap.parse_args()
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.node()[:20],
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
@@ -152,8 +188,8 @@ def main() -> None:
                    **run(n, args.repeats, backend, lod == "lod", args.moves,
                          args.max_points)}
             print(json.dumps(row), flush=True)
-        with open(HERE / "results.jsonl", "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+            with open(HERE / "results.jsonl", "a") as fh:  # every row, not the last only
+                fh.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":
