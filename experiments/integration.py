@@ -341,6 +341,29 @@ def _table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _save_set(name: str, res: dict, out, stem: str) -> None:
+    """One set's numbers (JSON) and maps (npz), so that runs of different sets, e.g. in
+    parallel processes, add up to one report."""
+    C.save_json({k: v for k, v in res.items() if k not in ("maps", "data")},
+                out / f"{stem}_{name}.json")
+    np.savez_compressed(out / f"{stem}_{name}.npz", batch=res["data"]["batch"],
+                        label=np.asarray(res["data"]["label"]).astype(str),
+                        **{f"map {m}": Y for m, Y in res["maps"].items()})
+
+
+def _load_set(name: str, out, stem: str) -> dict | None:
+    path = out / f"{stem}_{name}.json"
+    if not path.exists():
+        return None
+    import json
+
+    res = json.loads(path.read_text())
+    with np.load(out / f"{stem}_{name}.npz", allow_pickle=False) as z:
+        res["data"] = {"batch": z["batch"], "label": z["label"]}
+        res["maps"] = {k.removeprefix("map "): z[k] for k in z.files if k.startswith("map ")}
+    return res
+
+
 def main(argv=None) -> dict:
     def extra(p):
         p.add_argument("--sets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
@@ -350,12 +373,16 @@ def main(argv=None) -> dict:
                        help="only these methods (default: all)")
 
     args = C.parse_args(__doc__.splitlines()[0], argv, extra)
-    results = {name: run_set(name, args.seed, args.small, not args.no_variants,
-                             args.methods) for name in args.sets}
+    stem = "integration_small" if args.small else "integration"
+    for name in args.sets:
+        _save_set(name, run_set(name, args.seed, args.small, not args.no_variants,
+                                args.methods), args.out, stem)
+    # the report covers every set run so far into this folder (with this --small)
+    results = {name: res for name in DATASETS
+               if (res := _load_set(name, args.out, stem)) is not None}
     _figures(results, args.out)
     summary = {name: {k: v for k, v in res.items() if k not in ("maps", "data")}
                for name, res in results.items()}
-    stem = "integration_small" if args.small else "integration"
     C.save_json({"seed": args.seed, "small": args.small, "sets": summary},
                 args.out / f"{stem}.json")
     text = ["# Integration benchmark (experiments/integration.py)", "",
@@ -368,6 +395,10 @@ def main(argv=None) -> dict:
     for name, res in results.items():
         if "affinities" in res:
             text.append(f"* {name}: {res['affinities']}")
+    text += ["", "## Seconds per map (this machine, other work running)", ""]
+    for name, res in results.items():
+        text.append(f"* {name}: " + ", ".join(f"{m} {s:.0f}"
+                                             for m, s in res["seconds"].items()))
     (args.out / f"{stem}.md").write_text("\n".join(text) + "\n")
     return {"sets": summary}
 

@@ -10,7 +10,9 @@ however far the class lies — mix the blocks with fixed weights per row and sym
 
 ``balanced`` (batch-balanced kNN, as BBKNN does for single-cell data)
     Own class: k = 3·perplexity neighbours at the given perplexity, weight
-    ``within_weight`` (default 0.85, :data:`ctsne.affinities.options.WITHIN_WEIGHT`). With at most
+    ``within_weight`` (here default 0.85, :data:`ctsne.affinities.options.WITHIN_WEIGHT`;
+    ``ConditionalTSNE`` chooses one per class from the data,
+    :mod:`ctsne.affinities.cross_share`, through :func:`balanced_from_lists`). With at most
     :data:`PER_CLASS_UP_TO` other classes every other class m is a block of
     ``min(k, max(K_MIN, ⌈k/(L−1)⌉))`` neighbours at a perplexity scaled by the same
     factor (:func:`block_perplexity`), the blocks

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "labelled_mixing",
-           "point_cross_ratio", "prior_mixing", "table_mixing"]
+           "labelled_table", "point_cross_ratio", "prior_mixing", "table_mixing"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
 # across classes (a point's counterparts then get too small a share of its attraction to
@@ -166,6 +166,29 @@ def table_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> PriorM
     return _summarise(mass, cross, sizes, len(codes))
 
 
+def labelled_table(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray,
+                   labelled: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The neighbour table among the ``labelled`` points only, renumbered.
+
+    Entries pointing at an unlabelled point keep a valid index but carry no mass.
+
+    Returns
+    -------
+    idx, cond : ndarray (n_labelled, k)
+    codes : ndarray of int (n_labelled,)
+        The labelled classes, numbered 0.. in sorted order of their codes.
+    """
+    labelled = np.asarray(labelled, dtype=bool)
+    position = np.full(len(labelled), -1, dtype=np.int64)
+    position[labelled] = np.arange(int(labelled.sum()))
+    sub_idx = position[np.asarray(idx)[labelled]]
+    keep = sub_idx >= 0
+    # an entry to an unlabelled point carries no mass; its index only has to be valid
+    sub_cond = np.where(keep, np.asarray(cond, dtype=np.float64)[labelled], 0.0)
+    _, sub_codes = np.unique(np.asarray(codes)[labelled], return_inverse=True)
+    return np.where(keep, sub_idx, 0), sub_cond, sub_codes
+
+
 def labelled_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray,
                     labelled: np.ndarray) -> PriorMixing:
     """:func:`table_mixing` among the ``labelled`` points only.
@@ -180,15 +203,7 @@ def labelled_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray,
         As for :func:`table_mixing`.
     labelled : ndarray of bool (n,)
     """
-    labelled = np.asarray(labelled, dtype=bool)
-    position = np.full(len(labelled), -1, dtype=np.int64)
-    position[labelled] = np.arange(int(labelled.sum()))
-    sub_idx = position[np.asarray(idx)[labelled]]
-    keep = sub_idx >= 0
-    # an entry to an unlabelled point carries no mass; its index only has to be valid
-    sub_cond = np.where(keep, np.asarray(cond, dtype=np.float64)[labelled], 0.0)
-    _, sub_codes = np.unique(np.asarray(codes)[labelled], return_inverse=True)
-    return table_mixing(np.where(keep, sub_idx, 0), sub_cond, sub_codes)
+    return table_mixing(*labelled_table(idx, cond, codes, labelled))
 
 
 def _summarise(mass, cross, sizes, n) -> PriorMixing:

@@ -28,7 +28,7 @@ from .cross_share import (
     counterpart_trust,
     pulled_share,
 )
-from .mixing import PriorMixing, labelled_mixing, point_cross_ratio, prior_mixing, table_mixing
+from .mixing import PriorMixing, labelled_table, point_cross_ratio, prior_mixing, table_mixing
 from .standard import standard_conditional
 
 __all__ = ["Affinities", "given_affinities", "input_affinities", "warn_if_separated"]
@@ -126,18 +126,31 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     mixing = table_mixing(table.idx, table.cond, classes)
     if not auto:
         return Affinities(table.joint(), "standard", mixing)
-    decides = mixing
-    if labelled is not None and not np.all(labelled) and np.any(labelled):
-        decides = labelled_mixing(table.idx, table.cond, classes, labelled)
-    ratio = point_cross_ratio(table.idx, table.cond, classes)
-    choice = already_mixed(mixing, ratio)
+    # the decision is about the labelled points: missing labels form a class of their own
+    # that lies among all others and would hide a separation (or fake a mixing)
+    decides, sub_X, sub_table, sub_codes = mixing, X, (table.idx, table.cond), classes
+    partial = labelled is not None and not np.all(labelled) and np.any(labelled)
+    if partial:
+        sub_idx, sub_cond, sub_codes = labelled_table(table.idx, table.cond, classes,
+                                                      labelled)
+        decides = table_mixing(sub_idx, sub_cond, sub_codes)
+        sub_X, sub_table = X[labelled], (sub_idx, sub_cond)
+    ratio = point_cross_ratio(*sub_table, sub_codes)
+    choice = already_mixed(decides, ratio)
     if choice is not None:
         return Affinities(table.joint(), "standard", mixing, cross_share=choice)
-    choice = choose_cross_share(mixing.class_expected, mixing.class_cross,
-                                counterpart_trust(X, classes), decides.separates,
+    choice = choose_cross_share(decides.class_expected, decides.class_cross,
+                                counterpart_trust(sub_X, sub_codes), decides.separates,
                                 pulled_share(ratio))
     if choice.mode == "standard":
         return Affinities(table.joint(), "standard", mixing, cross_share=choice)
+    own = 1.0 - choice.class_share
+    if partial:  # the labelled classes' weights; the missing-label class takes their mean
+        levels = np.unique(classes[labelled])
+        full = np.full(int(classes.max()) + 1, float(np.average(
+            own, weights=np.bincount(sub_codes))))
+        full[levels] = own
+        own = full
     # rows whose standard list is all own-class need no new search
     mask = np.all(classes[table.idx] == classes[:, None], axis=1)
     known = (table.idx, table.dist, mask)
@@ -146,8 +159,9 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     if within_weight is not None:  # the user's own-class share replaces the rule's
         choice.class_share = np.full(len(choice.class_share), 1.0 - float(within_weight))
         choice.reason += f"; own-class share {float(within_weight):g} as given (within_weight)"
+        own = float(within_weight)
     del table  # frees the conditional affinities before the balanced P is calibrated
-    P = balanced_from_lists(lists, 1.0 - choice.class_share, perplexity)
+    P = balanced_from_lists(lists, own, perplexity)
     return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=decides,
                       cross_share=choice)
 

@@ -156,9 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "neighbours from its own and the other prior classes separately, "
                    "'revised' is revised ct-SNE; 'auto' (default) switches to balanced when "
                    "the prior separates the data")
-    p.add_argument("--within-weight", type=float, metavar="W", help="balanced: own-class "
-                   "share of each point's affinities (default {within_balanced:g}); revised: α, "
-                   "the factor on within-class affinities (default {within_revised:g})")
+    p.add_argument("--within-weight", type=float, metavar="W", help="balanced (and auto "
+                   "where it balances): own-class share of each point's affinities (default: "
+                   "chosen per class from the data, see --verbose); revised: α, the factor "
+                   "on within-class affinities (default {within_revised:g})")
     p.add_argument("--include-prior", action="store_true",
                    help="keep the prior columns among the features")
     p.add_argument("--meta", metavar="FILE", help="table of extra label columns with the "
