@@ -257,3 +257,28 @@ def test_a_read_only_model_transforms(blobs):
     expected = model.transform(X[300:320])
     model.embedding_.setflags(write=False)
     np.testing.assert_array_equal(model.transform(X[300:320]), expected)
+
+
+@pytest.mark.parametrize("estimator", [ConditionalUMAP, ConditionalLargeVis])
+def test_callbacks_see_the_epochs_and_can_stop_the_fit(blobs, estimator):
+    X, _ = blobs
+    seen = []
+
+    def record(epoch, loss, Y):
+        seen.append((epoch, loss, Y.copy()))
+
+    full = estimator(random_state=0, n_jobs=1, n_epochs=40, callbacks=record,
+                     callbacks_every_iters=15).fit_transform(X[:300])
+    assert [s[0] for s in seen] == [15, 30, 40] and all(s[1] is None for s in seen)
+    np.testing.assert_array_equal(seen[-1][2], full)  # the last call sees the result
+    # a True return stops after that epoch (every callback still runs once): the map
+    # is the one they saw; with verbose on too, the bar's more frequent calls change nothing
+    seen.clear()
+    early = estimator(random_state=0, n_jobs=1, n_epochs=40, verbose=True,
+                      callbacks=[record, lambda e, _, Y: e >= 10], callbacks_every_iters=10)
+    Y = early.fit_transform(X[:300])
+    assert [s[0] for s in seen] == [10]
+    np.testing.assert_array_equal(Y, seen[0][2])
+    assert not np.array_equal(Y, full)
+    with pytest.raises(ValueError, match="callbacks"):
+        estimator(callbacks=3).fit(X[:50])

@@ -62,7 +62,8 @@ class ConditionalLargeVis(GraphEmbedding):
                  repulsion_strength: float = 7.0, init="spectral", affinities: str = "auto",
                  within_weight: float | None = None, neighbors: str = "auto",
                  metric: str = "euclidean", random_state=None, n_jobs: int | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, callbacks=None,
+                 callbacks_every_iters: int = 50):
         self.perplexity = perplexity
         self.n_components = n_components
         self.beta = beta
@@ -81,6 +82,8 @@ class ConditionalLargeVis(GraphEmbedding):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callbacks = callbacks
+        self.callbacks_every_iters = callbacks_every_iters
 
     def _curve(self) -> tuple[float, float]:
         return 1.0, 1.0  # φ = 1 / (1 + d²), LargeVis's (and t-SNE's) kernel

@@ -28,6 +28,7 @@ kernel.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import warnings
@@ -97,6 +98,12 @@ def class_weights(prior: Prior, sources: list[np.ndarray] | None = None
     for src, codes, a, b in zip(sources, prior.codes, prior.alphas, prior.betas, strict=True):
         W *= np.where(np.asarray(src)[:, None] == codes[first][None, :], a, b)
     return joint, W
+
+
+def _callback_list(callbacks) -> list:
+    if callbacks is None:
+        return []
+    return [callbacks] if callable(callbacks) else list(callbacks)
 
 
 def _to_box(Y: np.ndarray) -> np.ndarray:
@@ -271,12 +278,22 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
             eps = epochs_per_sample(G.data / row_max[G.row], n_epochs)
             keys = edge_keys(C)
         keep = eps > 0  # edges that would come up less than once in the run, as UMAP drops
-        bar = callback = None
+        bar = None
         if self.verbose:
             bar = progress_bar(n_epochs, "transform" if Y_ref is not None else "epochs", "ep")
+        user = [] if Y_ref is not None else _callback_list(self.callbacks)
+        every = max(1, n_epochs // 50)
+        if user:  # the progress bar's calls are frequent and cheap; a user's may be neither
+            every = int(self.callbacks_every_iters)
+            if bar is not None:
+                every = math.gcd(every, max(1, n_epochs // 50))
 
-            def callback(done, _Y):
+        def callback(done, Y_now):
+            if bar is not None:
                 bar.update(done - bar.n)
+            due = done % int(self.callbacks_every_iters) == 0 or done == n_epochs
+            # every callback runs (as ConditionalTSNE's); any True stops the fit
+            return due and any([bool(f(done, None, Y_now)) for f in user])
 
         try:
             return optimize_layout(
@@ -284,7 +301,8 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
                 source_class=source_class, gamma=self.repulsion_strength,
                 negative_sample_rate=self.negative_sample_rate,
                 initial_lr=self.learning_rate if lr is None else lr, seed=seed, Y_ref=Y_ref,
-                callback=callback, callback_every=max(1, n_epochs // 50),
+                callback=callback if bar is not None or user else None,
+                callback_every=every,
                 keys=None if keys is None else keys[keep])
         finally:
             if bar is not None:
@@ -422,7 +440,8 @@ class ConditionalUMAP(GraphEmbedding):
                  within_weight: float | None = None, neighbors: str = "auto",
                  metric: str = "euclidean", local_connectivity: float = 1.0,
                  set_op_mix_ratio: float = 1.0, random_state=None, n_jobs: int | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, callbacks=None,
+                 callbacks_every_iters: int = 50):
         self.n_neighbors = n_neighbors
         self.n_components = n_components
         self.min_dist = min_dist
@@ -445,6 +464,8 @@ class ConditionalUMAP(GraphEmbedding):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callbacks = callbacks
+        self.callbacks_every_iters = callbacks_every_iters
 
     def _curve(self) -> tuple[float, float]:
         return fit_curve(self.spread, self.min_dist)

@@ -151,6 +151,14 @@ _TAIL = {
         "epochs (tqdm bars on a terminal, periodic lines otherwise).",
         lambda v: isinstance(v, (bool, numbers.Integral)),
         "verbose must be True or False, got {value!r}"),
+    "callbacks": _row(
+        "callbacks",
+        "Each is called as ``callback(epoch, None, embedding)`` every "
+        "``callbacks_every_iters`` epochs and after the last one of a fit (the second "
+        "argument, ConditionalTSNE's KL divergence, is None: the SGD never evaluates its "
+        "loss); one that returns True stops the fit, which keeps the embedding of the "
+        "last epoch done. ``transform`` calls none."),
+    "callbacks_every_iters": _row("callbacks_every_iters", "Epochs between callback calls."),
 }
 
 _WITHIN = (f"Own-class share of each point's affinities in the label-balanced graph, in "
