@@ -225,7 +225,8 @@ def test_background_maps_are_the_foreground_maps():
 def test_explorer_first_map_in_the_background_and_a_largevis_step():
     """``Explorer.start_first`` adds the first map as step 0 once done; a LargeVis step
     is :class:`ctsne.ConditionalLargeVis` fitted directly (one thread: deterministic);
-    a cancelled graph run drops its map (it cannot stop midway)."""
+    its progress counts epochs (live frames through the estimator's callbacks); a
+    cancelled graph run stops its SGD and drops its map."""
     from ctsne import ConditionalLargeVis
 
     X, g, h, labels = _data()
@@ -240,8 +241,9 @@ def test_explorer_first_map_in_the_background_and_a_largevis_step():
                                   _small_model(beta=0.05, n_jobs=1).fit(X, [h]).embedding_)
 
     job = ex.factor_out(["g"], 0.1, 0, method="largevis")
-    assert job.unit == "epoch" and job.total is None
+    assert job.unit == "epoch" and job.total == 500  # the default epochs of a small set
     assert job.wait(120) and ex.poll() == 1
+    assert job.iteration == 500
     step = s.steps[1]
     assert step.method == "largevis" and step.kl is None and step.complete
     assert step.title.startswith("conditional LargeVis, prior g")

@@ -67,11 +67,16 @@ class GraphJob(MapJob):
     def __init__(self, method: str, base, X, prior, beta: float | None):
         estimator = graph_estimator(method, base, beta if prior is not None else None)
 
-        def fit(callbacks, every):  # these estimators take no callbacks
+        def fit(callbacks, every):
+            # live frames every `every` epochs; the reporter's True (Cancel) stops the SGD
+            estimator.set_params(callbacks=callbacks, callbacks_every_iters=every)
             with warnings.catch_warnings():
                 # the separation warning is for scripts; the page shows the map itself
                 warnings.simplefilter("ignore", UserWarning)
                 return estimator.fit(X, prior)
 
-        super().__init__(fit, None, f"{method_title(method, prior is not None)}: neighbour "
-                         "graph and layout (no live frames)")
+        from ...estimator.umap_parameters import default_epochs
+
+        epochs = estimator.n_epochs or default_epochs(len(X))
+        super().__init__(fit, epochs, f"{method_title(method, prior is not None)}: neighbour "
+                         "graph")

@@ -208,7 +208,7 @@ class MapJob:
 
     def _report(self, iteration: int, kl: float, Y: np.ndarray) -> bool:
         self.embedding = Y.copy()
-        self.kl = float(kl)
+        self.kl = None if kl is None else float(kl)  # the graph methods report no loss
         self.iteration = int(iteration)
         self.phase = "optimising"
         return self._cancel.is_set()
