@@ -233,8 +233,8 @@ class CrossShare:
         """One line for verbose output."""
         shares = ", ".join(f"{100 * v:.0f} %" for v in self.class_share[:8])
         more = ", …" if len(self.class_share) > 8 else ""
-        return (f"cross-class share per class: {shares}{more} ({self.mode} P; counterpart "
-                f"trust {self.trust:.2f}): {self.reason}")
+        trust = "" if np.isnan(self.trust) else f"; counterpart trust {self.trust:.2f}"
+        return f"cross-class share per class: {shares}{more} ({self.mode} P{trust}): {self.reason}"
 
 
 def pulled_share(point_ratio: np.ndarray) -> float:
