@@ -11,8 +11,9 @@ interpolation scheme of :mod:`ctsne.forces.repulsion.fft`: each reference point 
 unit charge onto its p × p nearest nodes with Lagrange weights, the charges are convolved
 with the kernels ``t`` and ``t² v`` sampled at node offsets (one zero-padded real FFT
 forward, three back), and a query point reads φ and ψ by the same Lagrange interpolation
-of the node values. Building costs O(|R| p² + G log G) for G nodes once; each evaluation
-O(p²) per query point, where a tree walk costs O(log |R|) cell visits with a division each.
+of the node values. For n reference points and G nodes, building costs O(n p² + G log G)
+once and each evaluation O(p²) per query point, where a tree walk costs O(log n) cell
+visits with a division each.
 
 A query point outside the grid (one pushed far out of the map) is reported, and the
 caller evaluates it another way (:class:`ctsne.forces.repulsion.reference.ReferenceTree`).
