@@ -88,11 +88,12 @@ def _cases():
                   ("reading", "new.csv written", "new.png writing", "new.png replacing")]
         cases += [("umap", p, force) for p in ("epochs", "epochs 5", "fig.png writing")]
         cases += [("score", p, force) for p in ("reading", "s.csv written", "s.png replacing")]
-        # real signals from outside at seeded random moments of the run (mostly the
-        # optimisation and the writes), once or twice (the second 0-20 ms later)
+        # real signals from outside at seeded random moments of the run after its first
+        # progress line (the search, the optimisation, the writes), once or twice (the
+        # second 0-20 ms later)
         rng = np.random.default_rng(21 + force)
         for k in range(TIMED):
-            delays = [float(rng.uniform(0.0, 0.5))]
+            delays = [float(rng.uniform(0.0, 0.4))]
             if k % 2:
                 delays.append(delays[0] + float(rng.uniform(0.0, 0.02)))
             cases.append(("timed", " ".join(f"{d:.4f}" for d in delays), force))
@@ -131,6 +132,7 @@ WORKER = textwrap.dedent("""
     results = []
     for case in cases:
         sys.stdout.flush(), sys.stderr.flush()
+        open(case["log"], "w").close()
         pid = os.fork()
         if pid == 0:  # the child: one ctsne command, pressing Ctrl-C where told
             try:
@@ -139,13 +141,23 @@ WORKER = textwrap.dedent("""
                 os.dup2(fd, 1), os.dup2(fd, 2)
                 if not case["delays"]:
                     os.environ["CTSNE_TEST_SIGINT"] = case["points"]
+                # what the command restores when it returns: a process would exit then,
+                # this child must not take a late press for an error of the command
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
                 code = main(argv(case["argv"]))
                 sys.stdout.flush(), sys.stderr.flush()
             except BaseException as exc:
                 os.write(2, f"worker child: {exc!r}".encode())
                 code = 99
             os._exit(code)
-        start, done = time.perf_counter(), (0, 0)
+        done = (0, 0)
+        if case["delays"]:
+            # the clock starts at the first progress line (the handler is installed by
+            # then, whatever the machine's load did to the child's start)
+            limit = time.perf_counter() + 60
+            while os.path.getsize(case["log"]) == 0 and time.perf_counter() < limit:
+                time.sleep(0.001)
+        start = time.perf_counter()
         for delay in case["delays"]:  # Ctrl-C from outside, at that moment of the run
             time.sleep(max(0.0, start + delay - time.perf_counter()))
             done = os.waitpid(pid, os.WNOHANG)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import warnings
 
 __all__ = ["CtrlC"]
+
+
+def _say(message: bytes) -> None:
+    """Write to stderr's file descriptor, not through ``sys.stderr``: the handler may run
+    while the program is inside a write to ``sys.stderr`` (a progress line; the signal
+    interrupts the system call and Python runs the handler before retrying it), and a
+    second write into the same buffered stream then fails with "reentrant call"."""
+    with contextlib.suppress(OSError):
+        os.write(2, message)
 
 
 class CtrlC:
@@ -48,8 +58,8 @@ class CtrlC:
     def handler(self, signum, frame) -> None:
         if not self.stop and (self.optimising or self._in_optimiser(frame)):
             self.stop = True
-            print("\nctsne: stopping after the current iterations (Ctrl-C again to abort "
-                  "without writing)", file=sys.stderr, flush=True)
+            _say(b"\nctsne: stopping after the current iterations (Ctrl-C again to abort "
+                 b"without writing)\n")
             return
         self.abort()
 
@@ -61,20 +71,20 @@ class CtrlC:
         self.committed = True
 
     def abort(self) -> None:
-        import os
-
         from ..files.writing import remove_unfinished
 
         # a further Ctrl-C must not start the undoing again halfway through this one
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         remove_unfinished()  # the files being written and those this command wrote
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os.write(2, b"\nctsne: interrupted after the outputs were written; they are "
-                 b"complete\n" if self.committed else
-                 b"\nctsne: interrupted; no partial files were left (files replaced with "
-                 b"-f are as they were)\n")
+        for stream in (sys.stdout, sys.stderr):
+            # a press during a write to the stream finds it locked: flushing then fails
+            # ("reentrant call"), and what it held is a progress line at most
+            with contextlib.suppress(Exception):
+                stream.flush()
+        _say(b"\nctsne: interrupted after the outputs were written; they are complete\n"
+             if self.committed else
+             b"\nctsne: interrupted; no partial files were left (files replaced with -f "
+             b"are as they were)\n")
         os._exit(130)
 
     @contextlib.contextmanager
