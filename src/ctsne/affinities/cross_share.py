@@ -61,6 +61,10 @@ __all__ = ["K_MUTUAL", "MIN_SHARE", "MIXED_POINTS", "POINT_RATIO_ABOVE", "SHARE_
 K_MUTUAL = 10
 # Points of each class the test uses at most (exact search on a sample: O(L²·m²·p)).
 TRUST_SAMPLE = 1000
+# With the other classes pooled (more than PER_CLASS_UP_TO of them): points in all.
+POOLED_SAMPLE = 20_000
+# Query rows per distance block of the exact search.
+_ROWS = 500
 # Overall trust from which the balanced P is used wherever the standard P falls short of
 # the target. Measured (k = 10; experiments/integration.py data and the paper's examples):
 # copies 0.82-0.99 (three simulated donors on pbmc68k_reduced 0.88-0.95; digits through a
@@ -92,13 +96,22 @@ MIN_SHARE = 0.05
 
 
 def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
-    """Indices (into B) of each row of A's k nearest rows of B (Euclidean, exact)."""
-    d2 = (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
-          - 2.0 * A @ B.T)
-    if same:
-        np.fill_diagonal(d2, np.inf)
+    """Indices (into B) of each row of A's k nearest rows of B (Euclidean, exact); with
+    ``same`` A is B and a row is not its own neighbour. Rows in chunks of
+    :data:`_ROWS` (memory O(chunk · len(B)))."""
     k = min(k, B.shape[0] - (1 if same else 0))
-    return np.argpartition(d2, k - 1, axis=1)[:, :k] if k > 0 else np.empty((len(A), 0), int)
+    if k <= 0:
+        return np.empty((len(A), 0), dtype=np.int64)
+    bb = np.einsum("ij,ij->i", B, B)
+    out = np.empty((len(A), k), dtype=np.int64)
+    for start in range(0, len(A), _ROWS):
+        a = A[start:start + _ROWS]
+        d2 = np.einsum("ij,ij->i", a, a)[:, None] + bb[None, :] - 2.0 * a @ B.T
+        if same:
+            rows = np.arange(len(a))
+            d2[rows, start + rows] = np.inf
+        out[start:start + len(a)] = np.argpartition(d2, k - 1, axis=1)[:, :k]
+    return out
 
 
 def _mutual_fraction(ab: np.ndarray, ba: np.ndarray) -> float:
@@ -118,7 +131,7 @@ def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
     facing side), and at most ``per_class`` points of each class, drawn with ``seed``,
     are compared with exact Euclidean neighbours. With more than
     :data:`ctsne.affinities.balanced.PER_CLASS_UP_TO` other classes each class is compared
-    with all others pooled.
+    with all others pooled, on at most :data:`POOLED_SAMPLE` points in all.
 
     Parameters
     ----------
@@ -143,6 +156,8 @@ def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
     """
     codes = np.asarray(codes, dtype=np.int64)
     L = int(codes.max()) + 1
+    if L - 1 > PER_CLASS_UP_TO:
+        per_class = min(per_class, max(k + 1, POOLED_SAMPLE // L))
     rng = np.random.default_rng(seed)
     parts = []
     for c in range(L):
@@ -165,18 +180,16 @@ def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
                 pair[b, a] = _mutual_fraction(ba, ab)
         cross = np.nanmean(np.where(np.eye(L, dtype=bool), np.nan, pair), axis=1)
     else:
+        # every class against all others pooled; the pooled sample has at most
+        # POOLED_SAMPLE points, so that many classes stay cheap
         sizes = np.array([len(Z) for Z in parts])
         pooled = np.vstack(parts)
         owner = np.repeat(np.arange(L), sizes)
-        start = np.concatenate([[0], np.cumsum(sizes)])
-        lists = []
-        for a in range(L):
-            others = np.flatnonzero(owner != a)
-            lists.append(others[_knn_sets(parts[a], pooled[others], k, False)])
-        for a in range(L):
-            hits = [start[a] + i in lists[owner[j]][j - start[owner[j]]]
-                    for i, row in enumerate(lists[a]) for j in row]
-            cross[a] = float(np.mean(hits)) if hits else np.nan
+        lists = np.vstack([np.flatnonzero(owner != a)[
+            _knn_sets(parts[a], pooled[owner != a], k, False)] for a in range(L)])
+        # pooled point p's neighbour q is mutual when p is among q's neighbours
+        hits = (lists[lists] == np.arange(len(pooled))[:, None, None]).any(axis=2)
+        cross = np.bincount(owner, weights=hits.mean(axis=1), minlength=L) / sizes
     mutual_own = float(np.nanmean(own))
     mutual_cross = float(np.nanmean(cross))
     if not mutual_own > 0:
