@@ -44,15 +44,16 @@ def test_synthetic_quantitative(tmp_path):
     assert {"synthetic_laplacian.png", "synthetic_quantitative.json"} <= files
     s = res["scores"]
     assert len(s["f1-4"]["t-SNE"]) == len(res["k"])
-    assert np.all(s["f1-4"]["ct-SNE f1-4"] > s["f1-4"]["t-SNE"])
-    assert np.all(s["f1-6"]["ct-SNE f1-6"] > s["f1-6"]["t-SNE"])
+    # at every k; smallest gaps measured 0.21 (f1-4) and 0.14 (f1-6)
+    assert np.all(np.asarray(s["f1-4"]["ct-SNE f1-4"]) > np.asarray(s["f1-4"]["t-SNE"]) + 0.05)
+    assert np.all(np.asarray(s["f1-6"]["ct-SNE f1-6"]) > np.asarray(s["f1-6"]["t-SNE"]) + 0.05)
 
 
 def test_adult(tmp_path):
     res, files = _run("adult", tmp_path)
     assert {"adult_embeddings.png", "adult_laplacian.png", "adult.json"} <= files
     g = res["scores"]["gender"]
-    assert np.mean(g["ct-SNE gender"]) > np.mean(g["t-SNE"])
+    assert np.mean(g["ct-SNE gender"]) > np.mean(g["t-SNE"]) + 0.15  # measured 0.43, 0.11
 
 
 def test_parameter_sensitivity(tmp_path):
@@ -71,8 +72,9 @@ def test_baselines(tmp_path):
     res, files = _run("baselines", tmp_path)
     assert {"baselines_cca.png", "baselines.json"} <= files
     cca = {r["method"]: r["scores"] for r in res["cca"]["runs"]}
+    # measured 0.98 against 0.17 at most
     assert cca["ct-SNE"]["cluster"] > max(cca["CCA (null) + t-SNE"]["cluster"],
-                                          cca["CCA (least) + t-SNE"]["cluster"])
+                                          cca["CCA (least) + t-SNE"]["cluster"]) + 0.3
     for r in res["cca"]["runs"]:
         assert 0.0 <= r["split_within_clusters"] <= 1.0
     if "skipped" not in res["aae"]:
@@ -108,8 +110,9 @@ def test_separated_priors(tmp_path):
         assert len(cm["per_class"]) == ds["n_batches"]
         # even a short ct-SNE run mixes the batches more than t-SNE does
         t, ct = runs["t-SNE"]["measures"], runs["ct-SNE"]["measures"]
-        assert ct["prior_homogeneity"] < t["prior_homogeneity"]
-        assert ct["ilisi"] > t["ilisi"]
+        # (smallest gaps measured: homogeneity 0.26, iLISI 0.38)
+        assert ct["prior_homogeneity"] < t["prior_homogeneity"] - 0.1
+        assert ct["ilisi"] > t["ilisi"] + 0.15
         assert 1.0 <= t["ilisi"] <= ds["n_batches"] and 0.0 <= ct["cross_coverage"] <= 1.0
     text = (tmp_path / "separated_priors.md").read_text()
     assert "| ct-SNE |" in text and "## digits-scanner" in text
