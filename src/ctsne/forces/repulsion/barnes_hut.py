@@ -299,8 +299,10 @@ def _grow(buf, size):
 
 
 @kernel(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
-def _traverse(Y3, walk, summ, groups, group_size, stack_size, single):
-    """Per-point force and t row sums (sorted order), one tree walk per group."""
+def _traverse(Y3, walk, summ, groups, group_size, stack_size):
+    """Per-point force and t row sums (sorted order), one tree walk per group, float64
+    sweeps. The float32 sweeps are another kernel (:func:`_traverse_single`), not a flag
+    of this one: a run needs one of them, and each compiles in ~6 s."""
     n = Y3.shape[0]
     F = np.zeros((n, 3))
     zrow = np.zeros(n)
@@ -310,14 +312,35 @@ def _traverse(Y3, walk, summ, groups, group_size, stack_size, single):
         # Even groups first, then odd: a static split hands each thread both dense and
         # sparse regions of the Morton order.
         gi = 2 * it if it < half else 2 * (it - half) + 1
-        _walk_group(Y3, walk, summ, groups[gi], groups[gi + 1], group_size, stack_size, F, zrow,
-                    single)
+        glo, ghi = groups[gi], groups[gi + 1]
+        cells, nc, near, nn = _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F,
+                                          zrow)
+        for i in range(glo, ghi):
+            _sweep(Y3, i, cells, nc, near, nn, F, zrow)
+    return F, zrow
+
+
+@kernel(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
+def _traverse_single(Y3, walk, summ, groups, group_size, stack_size):
+    """:func:`_traverse` with the float32 sweeps (:func:`_sweep_group_single`)."""
+    n = Y3.shape[0]
+    F = np.zeros((n, 3))
+    zrow = np.zeros(n)
+    ng = groups.shape[0] - 1
+    half = (ng + 1) // 2
+    for it in numba.prange(ng):
+        gi = 2 * it if it < half else 2 * (it - half) + 1
+        glo, ghi = groups[gi], groups[gi + 1]
+        cells, nc, near, nn = _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F,
+                                          zrow)
+        _sweep_group_single(Y3, glo, ghi, cells, nc, near, nn, F, zrow)
     return F, zrow
 
 
 @numba.njit(fastmath=_FAST, error_model="numpy", inline="always")
-def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, single):
-    """Interactions of points ``glo:ghi`` with the whole tree, added into F and zrow.
+def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow):
+    """The far cells and near points of points ``glo:ghi`` (capped leaves holding the
+    group are added into F and zrow directly): ``(cells, nc, near, nn)``.
 
     ``walk`` packs what the walk reads of a node into one 64-byte row: centre of mass (3),
     crit, lo, hi, first child, number of children. ``crit`` is (s/θ)²: the node is
@@ -375,11 +398,7 @@ def _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F, zrow, singl
                 for k in range(3):
                     near[k, nn] = Y3[j, k]
                 nn += 1
-    if single:
-        _sweep_group_single(Y3, glo, ghi, cells, nc, near, nn, F, zrow)
-    else:
-        for i in range(glo, ghi):
-            _sweep(Y3, i, cells, nc, near, nn, F, zrow)
+    return cells, nc, near, nn
 
 
 @numba.njit(fastmath=_FAST, error_model="numpy", inline="always")
@@ -556,6 +575,7 @@ def _repulsion(Y, theta, side, origin):
     # float32 sweeps where the opening angle, not rounding, sets the error, and the
     # points are many (a few points are mostly near pairs, summed exactly in float64)
     single = d <= 2 and theta >= _SINGLE_FROM_THETA and m >= _SINGLE_FROM
-    F3, zrow = _traverse(Y3, walk, summ, bounds, _GROUP, stack_size, single, work=m)
+    traverse = _traverse_single if single else _traverse
+    F3, zrow = traverse(Y3, walk, summ, bounds, _GROUP, stack_size, work=m)
     # summed here in a fixed order, whatever the thread count
     return _unsort(F3, order, d, work=m), float(zrow.sum())
