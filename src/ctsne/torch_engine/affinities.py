@@ -2,15 +2,17 @@
 
 The definitions are the numba engine's (:mod:`ctsne.affinities.standard`,
 :mod:`~ctsne.affinities.balanced`, :mod:`~ctsne.affinities.modes`): k = 3·perplexity
-neighbours (:mod:`.neighbors`), each row (or each block of a row) calibrated by
-:mod:`.calibration`, the blocks weighted, then ``P = (C + Cᵀ) / 2n`` by a sparse
-coalesce on the device. The neighbour search, calibration and symmetrisation run on the
-device; what stays on the host is small: ``affinities="auto"``'s check whether the prior
-separates the data (:func:`ctsne.affinities.mixing.table_mixing` on the (n, k) table) and
-the diagnostic of the final P. Where the search plan is "host" or "faiss"
-(:func:`.neighbors.search_plan`), or the metric is not Euclidean, the label-balanced and
-revised P are built by the numba engine on the host instead (its by-class searches and
-representatives), and the standard P calibrates the host's lists on the device.
+neighbours (:mod:`ctsne.torch_engine.neighbors`), each row (or each block of a row)
+calibrated by :mod:`ctsne.torch_engine.calibration`, the blocks weighted, then
+``P = (C + Cᵀ) / 2n`` by a sparse coalesce on the device. The neighbour search,
+calibration and symmetrisation run on the device; what stays on the host is small:
+``affinities="auto"``'s check whether the prior separates the data
+(:func:`ctsne.affinities.mixing.table_mixing` on the (n, k) table) and the diagnostic of
+the final P. Where the search plan is "host" or "faiss"
+(:func:`ctsne.torch_engine.neighbors.search_plan`), or the metric is not Euclidean, the
+label-balanced and revised P are built by the numba engine on the host instead (its
+by-class searches and representatives), and the standard P calibrates the host's lists
+on the device.
 
 ``affinities="auto"`` follows the rule of the numba engine as committed when this was
 written: the standard P, switched to the balanced P at the default own-class share where
