@@ -205,20 +205,16 @@ def test_P_equals_the_numba_engines(blobs, mode, weight):
     assert abs(built.P - built.P.T).max() < 1e-15 and np.isclose(built.P.sum(), 1.0)
 
 
-def test_auto_P_switches_where_the_prior_separates(blobs):
+@pytest.mark.parametrize("mode", ["auto", "balanced"])
+def test_P_chosen_from_the_data_is_the_numba_engines(blobs, mode):
+    # "auto" and "balanced" without within_weight choose each class's share by the numba
+    # engine's rule, which the device path leaves to it: the same P, and the same choice
     X, codes, other = blobs
-    # `other` shifts X by 1.5 only: the standard P mixes it, and "auto" keeps that P
-    kept, _ = device_affinities(X, 20.0, other, "auto", device=CPU)
-    ref = input_affinities(X, 20.0, other, "standard", neighbors="exact")
-    assert kept.mode == "standard" and abs(kept.P - ref.P).max() <= 1e-6
-    # three classes, one far from the others, separate: the balanced P at the default
-    # own-class share
-    rng = np.random.default_rng(8)
-    far = rng.normal(size=(300, 4)) + 30.0 * (np.arange(300) % 3)[:, None]
-    switched, _ = device_affinities(far, 15.0, np.arange(300) % 3, "auto", device=CPU)
-    ref = input_affinities(far, 15.0, np.arange(300) % 3, "balanced", 0.85, neighbors="exact")
-    assert switched.mode == "balanced" and switched.standard_mixing.separates
-    assert abs(switched.P - ref.P).max() <= 1e-6
+    for prior in (codes, other):
+        ref = input_affinities(X, 20.0, prior, mode, neighbors="exact")
+        built, plan = device_affinities(X, 20.0, prior, mode, neighbors="exact", device=CPU)
+        assert plan == "host" and built.mode == ref.mode
+        assert abs(built.P - ref.P).max() <= 1e-6
 
 
 def test_P_with_many_classes_pools_the_other_classes():

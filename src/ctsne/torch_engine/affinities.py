@@ -14,11 +14,14 @@ label-balanced and revised P are built by the numba engine on the host instead (
 by-class searches and representatives), and the standard P calibrates the host's lists
 on the device.
 
-``affinities="auto"`` follows the rule of the numba engine as committed when this was
-written: the standard P, switched to the balanced P at the default own-class share where
-the prior separates the data. (A rule that chooses each class's share from the data is
-being added to :mod:`ctsne.affinities.modes`; the device side then needs only the host
-choice applied to the same lists: :func:`_balanced` takes per-class shares already.)
+Where the P itself is chosen from the data (``affinities="auto"`` with a prior, and
+``"balanced"`` without ``within_weight``: each class's cross-class share by the rule of
+:mod:`ctsne.affinities.cross_share`, which runs its own searches), the numba engine's
+:func:`ctsne.affinities.modes.input_affinities` builds P on the host, so that both
+engines give the same P; the explicit modes (``"standard"``, ``"revised"``,
+``"balanced"`` with ``within_weight``) and fits without a prior are built on the device.
+Moving the rule's searches to the device is the next step (:func:`_balanced` already
+takes one own-class share per class).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..affinities.balanced import K_MIN, PER_CLASS_UP_TO
-from ..affinities.mixing import labelled_mixing, prior_mixing, table_mixing
+from ..affinities.mixing import prior_mixing, table_mixing
 from ..affinities.modes import Affinities, input_affinities
 from ..affinities.options import default_within_weight, n_neighbors_for
 from ..checks import to_safe_scale
@@ -164,8 +167,10 @@ def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities
     n = X.shape[0]
     plan = search_plan(n, device, neighbors, metric)
     trivial = classes is None or int(np.max(classes)) == 0
-    if plan != "device" and not trivial and affinities != "standard":
-        # by-class lists at this size: the numba engine's searches (see the docstring)
+    ruled = affinities == "auto" or (affinities == "balanced" and within_weight is None)
+    if not trivial and (ruled or (plan != "device" and affinities != "standard")):
+        # the rule's choice, or by-class lists at this size: the numba engine's searches
+        # (see the docstring)
         built = input_affinities(X, perplexity, classes, affinities, within_weight,
                                  neighbors=neighbors, metric=metric,
                                  random_state=random_state, n_jobs=n_jobs,
@@ -186,14 +191,5 @@ def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities
     cond = calibrate_rows(dist, float(perplexity))
     if trivial:
         return Affinities(to_scipy(symmetrize_device(idx, cond)), "standard", None), plan
-    idx_h, cond_h = idx.cpu().numpy(), cond.cpu().numpy()
-    mixing = table_mixing(idx_h, cond_h, classes)
-    decides = mixing
-    if affinities == "auto" and labelled is not None and not np.all(labelled) \
-            and np.any(labelled):
-        decides = labelled_mixing(idx_h, cond_h, classes, labelled)
-    if affinities != "auto" or not decides.separates:
-        return Affinities(to_scipy(symmetrize_device(idx, cond)), "standard", mixing), plan
-    del idx, dist, cond
-    P = to_scipy(_balanced(Xd, codes, perplexity, within_weight, work_dtype))
-    return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=decides), plan
+    return Affinities(to_scipy(symmetrize_device(idx, cond)), "standard",
+                      table_mixing(idx.cpu().numpy(), cond.cpu().numpy(), classes)), plan
