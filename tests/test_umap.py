@@ -109,7 +109,7 @@ def test_bad_parameters_are_refused_before_any_work(monkeypatch, params, match):
         raise AssertionError("the neighbour search ran before the parameters were checked")
 
     monkeypatch.setattr(umap_module, "nearest_neighbors", no_search)
-    monkeypatch.setattr(umap_module, "balanced_affinities", no_search)
+    monkeypatch.setattr(umap_module, "balanced_lists", no_search)
     X = np.random.default_rng(0).normal(size=(200, 5))
     prior = np.repeat([0, 1], 100)
     with pytest.raises(ValueError, match=match):
@@ -282,3 +282,22 @@ def test_callbacks_see_the_epochs_and_can_stop_the_fit(blobs, estimator):
     assert not np.array_equal(Y, full)
     with pytest.raises(ValueError, match="callbacks"):
         estimator(callbacks=3).fit(X[:50])
+
+
+def test_auto_applies_conditional_tsnes_cross_share_rule():
+    """The fuzzy graph's cross-class shares go through ctsne.affinities.cross_share: the
+    paper's example (classes that are copies, 10 % across) gets the balanced graph with
+    the target shares; labels unrelated to the data keep the fuzzy graph."""
+    from ctsne.datasets import make_synthetic
+
+    data = make_synthetic(random_state=0)
+    model = ConditionalUMAP(random_state=0, n_epochs=2, n_jobs=1).fit(data.X, data.f14)
+    share = model.prior_mixing_.cross_share
+    assert model.affinities_ == "balanced" and share.trust > 0.9
+    np.testing.assert_allclose(share.class_share, share.class_target)
+    assert np.all(share.class_standard < share.class_target)
+    # (not seed 0: make_synthetic draws its clusters from that stream)
+    random_labels = np.random.default_rng(12345).integers(0, 3, len(data.X))
+    plain = ConditionalUMAP(random_state=0, n_epochs=2, n_jobs=1).fit(data.X, random_labels)
+    assert plain.affinities_ == "standard"
+    assert plain.prior_mixing_.cross_share.mode == "standard"

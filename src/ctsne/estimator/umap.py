@@ -38,10 +38,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from .._progress import progress_bar
-from ..affinities.balanced import balanced_affinities
+from ..affinities.balanced import balanced_from_lists, balanced_lists
+from ..affinities.cross_share import choose_cross_share, counterpart_trust
 from ..affinities.fuzzy import fuzzy_graph, membership_strengths, smooth_knn
 from ..affinities.mixing import prior_mixing
 from ..affinities.modes import Affinities, warn_if_separated
+from ..affinities.options import default_within_weight
 from ..checks import check_spread, to_safe_scale
 from ..forces.curve import fit_curve
 from ..neighbors.search import is_exact_search, nearest_neighbors
@@ -495,19 +497,34 @@ class ConditionalUMAP(GraphEmbedding):
         if classes is None:
             return Affinities(G, "standard", None)
         mixing = prior_mixing(G, classes)  # normalises G to sum 1 itself
-        if self.affinities == "standard" or not mixing.separates:
+        if self.affinities == "standard":
             return Affinities(G, "standard", mixing)
+        # ConditionalTSNE's rule (ctsne.affinities.cross_share) on the fuzzy graph's shares
+        choice = choose_cross_share(mixing.class_expected, mixing.class_cross,
+                                    counterpart_trust(X, classes), mixing.separates)
+        if choice.mode == "standard":
+            return Affinities(G, "standard", mixing, cross_share=choice)
+        own = 1.0 - choice.class_share
+        if self.within_weight is not None:
+            own = float(self.within_weight)
+            choice.class_share = np.full(len(choice.class_share), 1.0 - own)
+            choice.reason += f"; own-class share {own:g} as given (within_weight)"
         # rows whose list is all own-class need no new own-class search
         mask = np.all(classes[idx] == classes[:, None], axis=1)
-        G = self._balanced(X, classes, search, (idx, dist, mask))
-        return Affinities(G, "balanced", prior_mixing(G, classes), standard_mixing=mixing)
+        G = self._balanced(X, classes, search, (idx, dist, mask), own)
+        return Affinities(G, "balanced", prior_mixing(G, classes), standard_mixing=mixing,
+                          cross_share=choice)
 
-    def _balanced(self, X, classes, search, known) -> sp.csr_matrix:
+    def _balanced(self, X, classes, search, known, own=None) -> sp.csr_matrix:
         """The label-balanced P on ``n_neighbors − 1`` neighbours, largest weight 1."""
         # perplexity k/3 gives balanced_affinities blocks of exactly k = n_neighbors − 1
         # neighbours, the fuzzy graph's lists (reused through ``known``)
-        P = balanced_affinities(X, classes, (self.n_neighbors - 1) / 3.0, self.within_weight,
-                                known=known, **search)
+        perplexity = (self.n_neighbors - 1) / 3.0
+        if own is None:
+            own = (default_within_weight("balanced") if self.within_weight is None
+                   else self.within_weight)
+        lists = balanced_lists(X, classes, perplexity, known=known, **search)
+        P = balanced_from_lists(lists, own, perplexity)
         return P / P.data.max()
 
 

@@ -194,9 +194,12 @@ UMAP_PARAMETERS: dict[str, Parameter] = {
         "perplexity ``(n_neighbors − 1)/3``, so on ``n_neighbors − 1`` neighbours from a "
         "point's own class and the other classes), a symmetric P whose entries, divided by "
         "the largest, are the edge weights: the graph then joins classes that the input "
-        'space keeps apart. "auto": the fuzzy graph, switched to the balanced one when the '
-        "prior separates the data, by ConditionalTSNE's rule "
-        "(:mod:`ctsne.affinities.mixing` on the graph normalised to sum 1)."),
+        'space keeps apart. "auto": ConditionalTSNE\'s rule '
+        "(:mod:`ctsne.affinities.cross_share`) on the fuzzy graph's cross-class shares: "
+        "the balanced graph with each class's target share where the classes hold "
+        "counterparts of each other and the fuzzy graph falls short of it (or where the "
+        "prior separates the data), else the fuzzy graph (``affinities_`` says which, "
+        "``prior_mixing_.cross_share`` why)."),
     "within_weight": _row("within_weight", _WITHIN + "; ignored otherwise."),
     "neighbors": PARAMETERS["neighbors"],
     "metric": PARAMETERS["metric"],
