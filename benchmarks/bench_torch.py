@@ -2,6 +2,7 @@
 
     python benchmarks/bench_torch.py                              # CPU: 20k, 100k
     python benchmarks/bench_torch.py --sizes 1M 10M --device cuda # a GPU machine
+    python benchmarks/bench_torch.py --sizes 1M --affinities balanced:0.85  # P on the device
     python benchmarks/bench_torch.py --sizes 1M --runners torch numba cuml tsnecuda
     python benchmarks/bench_torch.py --gradient --sizes 20k 100k  # one gradient, both engines
 
@@ -10,7 +11,8 @@ Data: ``bench_vs_opentsne.make_data`` (the 1M case of BENCHMARKS.md: 10 features
 Runners, each in a fresh process (peak memory per run):
 
 - ``torch``: ``ConditionalTSNE(backend="torch", device=...)`` with the 5-class prior
-  (kNN, P and the optimisation on the device; its timings per stage);
+  (the optimisation on the device; P too with ``--affinities balanced:0.85`` or
+  ``standard``, while "auto" with a prior leaves P to the numba engine's rule on the host);
 - ``torch64``: the same in float64 (the CPU's default; on a GPU, float32 is);
 - ``numba``: the CPU engine with the same prior (n_jobs = all cores);
 - ``cuml``: RAPIDS cuML's ``TSNE`` (plain t-SNE, FFT), where it imports;
@@ -56,7 +58,8 @@ def _device_memory(device: str) -> int | None:
     return None
 
 
-def run_one(size: str, runner: str, device: str, ee_iter: int, n_iter: int) -> dict:
+def run_one(size: str, runner: str, device: str, ee_iter: int, n_iter: int,
+            affinities: str = "auto") -> dict:
     """Body of a child process: one runner on one size."""
     import resource
 
@@ -75,8 +78,10 @@ def run_one(size: str, runner: str, device: str, ee_iter: int, n_iter: int) -> d
         extra = {} if runner == "numba" else {"backend": "torch", "device": device}
         if runner == "torch64":
             extra["precision"] = "float64"
+        mode, _, weight = affinities.partition(":")
         model = ConditionalTSNE(random_state=0, early_exaggeration_iter=ee_iter,
-                                n_iter=n_iter, **extra)
+                                n_iter=n_iter, affinities=mode,
+                                within_weight=float(weight) if weight else None, **extra)
         if runner != "numba" and device.startswith("cuda"):
             import torch
 
@@ -180,6 +185,9 @@ def main(argv=None) -> None:
     ap.add_argument("--sizes", nargs="*", default=["20k", "100k"], choices=list(SIZES))
     ap.add_argument("--runners", nargs="*", default=["torch", "numba", "cuml", "tsnecuda"])
     ap.add_argument("--device", default=None, help="torch device (default: cuda if seen)")
+    ap.add_argument("--affinities", default="auto",
+                    help="'auto' (P by the numba engine's rule, on the host, where there is "
+                    "a prior) or e.g. 'balanced:0.85' / 'standard' (P on the device)")
     ap.add_argument("--ee-iter", type=int, default=250)
     ap.add_argument("--iters", type=int, default=500)
     ap.add_argument("--child", nargs=2, metavar=("SIZE", "RUNNER"), help=argparse.SUPPRESS)
@@ -194,7 +202,8 @@ def main(argv=None) -> None:
 
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if a.child:
-        print(json.dumps(run_one(a.child[0], a.child[1], device, a.ee_iter, a.iters)))
+        print(json.dumps(run_one(a.child[0], a.child[1], device, a.ee_iter, a.iters,
+                                 a.affinities)))
         return
     meta = {"benchmark": "bench_torch", "date": datetime.datetime.now().isoformat(
         timespec="seconds"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
@@ -223,6 +232,7 @@ def main(argv=None) -> None:
                       f"{memory / 2**30:.0f} GB on the device, skipped", flush=True)
                 continue
             row = {**meta, **spawn(["--child", size, runner, "--device", device,
+                                    "--affinities", a.affinities,
                                     "--ee-iter", str(a.ee_iter), "--iters", str(a.iters)])}
             row.setdefault("size", size)
             row.setdefault("runner", runner)
