@@ -8,7 +8,6 @@ import pytest
 from ctsne import ConditionalTSNE
 from ctsne.affinities.balanced import balanced_affinities, revised_affinities
 from ctsne.affinities.modes import input_affinities
-from ctsne.affinities.standard import joint_affinities
 from ctsne.metrics import knn_label_homogeneity
 from ctsne.neighbors import by_class as label_neighbors
 from ctsne.neighbors import search

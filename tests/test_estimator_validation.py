@@ -75,8 +75,9 @@ def test_defaults_that_depend_on_other_parameters():
 
     assert used("beta") == DEFAULT_BETA == 0.01
     assert used("beta", alpha=2.0) is None and used("beta", beta=0.3) == 0.3
-    assert used("within_weight", affinities="balanced") == 0.85
-    assert used("within_weight", affinities="auto") == 0.85  # what "auto" switches to
+    # "balanced" and "auto" choose each class's share from the data (cross_share)
+    assert used("within_weight", affinities="balanced") is None
+    assert used("within_weight", affinities="auto") is None
     assert used("within_weight", affinities="revised") == 0.5
     assert used("within_weight", affinities="standard") is None
     assert used("within_weight", affinities="revised", within_weight=0.3) == 0.3
@@ -106,3 +107,14 @@ def test_table_checks_before_any_work(data, params, match):
 def test_input_errors_name_the_problem(X, match):
     with pytest.raises(ValueError, match=match):
         ConditionalTSNE(**FAST).fit(X)
+
+
+@pytest.mark.parametrize("estimator", ["ConditionalTSNE", "ConditionalUMAP"])
+def test_a_negative_seed_is_refused_with_the_parameters_message(estimator):
+    """Without the parameter check numpy refuses a negative seed with its bare "expected
+    non-negative integer" once the first seed is drawn; the check names the parameter."""
+    import ctsne
+
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(ValueError, match=r"random_state must be .*got -1"):
+        getattr(ctsne, estimator)(random_state=-1, n_jobs=1).fit(X)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import numpy as np
 from ..affinities.options import AFFINITIES, default_within_weight
 from ..neighbors.search import APPROX_ABOVE, SEARCH_METHODS, TREE_DIMS, TREE_MAX_N
 from ..prior import DEFAULT_BETA
+from ..torch_engine.device import BACKENDS, PRECISIONS
 
 __all__ = ["MAX_DIMS", "METHODS", "PARAMETERS", "PARAMETERS_MARKER", "Parameter",
            "check_table", "parameters_section", "resolved", "with_parameters"]
@@ -90,8 +92,10 @@ def _callbacks(v) -> bool:
 
 def _random_state(v) -> bool:
     # what numpy's default_rng takes (the start and the approximate search use it)
-    return v is None or isinstance(v, (numbers.Integral, np.random.Generator,
-                                       np.random.BitGenerator, np.random.SeedSequence))
+    if isinstance(v, numbers.Integral):
+        return v >= 0  # a negative seed fails only after the neighbour search
+    return v is None or isinstance(v, (np.random.Generator, np.random.BitGenerator,
+                                       np.random.SeedSequence))
 
 
 def _resolve_beta(p: Mapping[str, Any]):
@@ -102,8 +106,9 @@ def _resolve_beta(p: Mapping[str, Any]):
 def _resolve_within_weight(p: Mapping[str, Any]):
     if p["within_weight"] is not None:
         return p["within_weight"]
-    mode = "balanced" if p["affinities"] == "auto" else p["affinities"]  # what auto switches to
-    return default_within_weight(mode) if mode in ("balanced", "revised") else None
+    # "auto" and "balanced" choose each class's share from the data (cross_share): no
+    # single value stands for it
+    return default_within_weight("revised") if p["affinities"] == "revised" else None
 
 
 def _integer_param(default: int, low: int, doc: str = "") -> Parameter:
@@ -205,14 +210,16 @@ PARAMETERS: dict[str, Parameter] = {
         "with the default β' it combines P-side and Q-side conditioning. How α relates to "
         "β': at the optimum a pair's embedding similarity follows p_ij / w_ij, so own-class "
         "pairs weigh α relative to other pairs on the P side as they weigh β'/α' on the Q "
-        'side; the combination gives about α·β\'/α\'. "auto": the standard P, switched to '
-        "the balanced one when the prior separates the data "
-        "(:mod:`ctsne.affinities.mixing`); any other prior keeps exactly the standard P.",
+        'side; the combination gives about α·β\'/α\'. "auto": the standard P where it '
+        "already gives every class its target cross-class share (a prior unrelated to the "
+        "data), else the balanced one with each class's share chosen from the data "
+        "(:mod:`ctsne.affinities.cross_share`; recorded in ``prior_mixing_.cross_share``).",
         _one_of(*AFFINITIES), f"affinities must be one of {AFFINITIES}, got {{value!r}}"),
     "within_weight": Parameter(
         None, "float",
-        "\"balanced\": the own-class share of each point's conditional affinities, in "
-        f"(0, 1), default {default_within_weight('balanced')}. \"revised\": α in (0, 1], "
+        "\"balanced\" (and \"auto\" where it balances): the own-class share of each "
+        "point's conditional affinities, in (0, 1); default: chosen per class from the data "
+        "(:mod:`ctsne.affinities.cross_share`). \"revised\": α in (0, 1], "
         f"default {default_within_weight('revised')}. Ignored otherwise.",
         resolve=_resolve_within_weight,
         checked_later="check_affinity_params, with affinities (a rule of check_params)"),
@@ -223,7 +230,8 @@ PARAMETERS: dict[str, Parameter] = {
     "random_state": Parameter(
         None, "int, Generator or None",
         "Seeds the initialisation and the approximate neighbour search.", _random_state,
-        "random_state must be None, an integer or a numpy Generator, got {value!r}"),
+        "random_state must be None, an integer or a numpy Generator (a seed is ≥ 0), got "
+        "{value!r}"),
     "n_jobs": Parameter(
         None, "int or None", "Threads for the numba kernels (None: all).",
         lambda v: v is None or isinstance(v, numbers.Integral),
@@ -240,6 +248,27 @@ PARAMETERS: dict[str, Parameter] = {
         "``callbacks_every_iters`` iterations; one that returns True stops the run.",
         _callbacks, "callbacks must be None, a callable or a list of callables, got {value!r}"),
     "callbacks_every_iters": _integer_param(50, 1),
+    "backend": Parameter(
+        "numba", '{"numba", "torch"}',
+        '"numba": the CPU engine. "torch": the whole fit (neighbours, P, optimisation) on a '
+        "PyTorch device (:mod:`ctsne.torch_engine`; ``pip install ctsne[gpu]``), with "
+        'methods "auto", "exact" and "fft".',
+        _one_of(*BACKENDS), f"backend must be one of {BACKENDS}, got {{value!r}}",
+        checked_later="the torch engine: that torch imports and has the method "
+        "(ConditionalTSNE._check_params)"),
+    "device": Parameter(
+        None, "str",
+        'backend="torch": "cpu", "cuda" or "cuda:N"; None is CUDA where torch sees it, '
+        'else the CPU. "cuda" without a CUDA device is an error at the start of ``fit``.',
+        lambda v: v is None or (isinstance(v, str) and re.fullmatch(r"cpu|cuda(:\d+)?", v)
+                                is not None),
+        "device must be None, 'cpu', 'cuda' or 'cuda:N', got {value!r}",
+        checked_later="torch_engine.device.resolve_device: that the device exists"),
+    "precision": Parameter(
+        "auto", '{"auto", "float32", "float64"}',
+        'backend="torch": the type of the embedding and the forces; "auto" is float32 on '
+        "a GPU and float64 on the CPU. P, the calibration and the KL are float64 always.",
+        _one_of(*PRECISIONS), f"precision must be one of {PRECISIONS}, got {{value!r}}"),
 }
 
 

@@ -111,6 +111,9 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         verbose: bool = False,
         callbacks=None,
         callbacks_every_iters: int = 50,
+        backend: str = "numba",
+        device: str | None = None,
+        precision: str = "auto",
     ):
         self.n_components = n_components
         self.perplexity = perplexity
@@ -136,10 +139,17 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         self.verbose = verbose
         self.callbacks = callbacks
         self.callbacks_every_iters = callbacks_every_iters
+        self.backend = backend
+        self.device = device
+        self.precision = precision
 
     # ------------------------------------------------------------------ validation
     def _check_params(self, n: int, builds_affinities: bool = True) -> None:
         check_params(self.get_params(deep=False), n, builds_affinities=builds_affinities)
+        if self.backend == "torch":  # torch, the device and the method, before any work
+            from ..torch_engine.device import check_torch_options
+
+            check_torch_options(self.device, self.precision, self.method, self.n_components)
 
     def __setstate__(self, state: dict) -> None:
         # A model pickled by an earlier version lacks the parameters added since: they
@@ -378,13 +388,24 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         def progress(done, total):
             bar.update(done - bar.n)
 
-        built = input_affinities(X, self.perplexity, classes, self.affinities,
-                                 self.within_weight, neighbors=self.neighbors,
-                                 metric=self.metric, random_state=self.random_state,
-                                 n_jobs=self.n_jobs,
-                                 progress=progress if bar is not None else None,
-                                 labelled=None if self.prior_ is None
-                                 else ~self.prior_.missing_mask())
+        labelled = None if self.prior_ is None else ~self.prior_.missing_mask()
+        if self.backend == "torch":
+            from ..torch_engine.affinities import device_affinities
+            from ..torch_engine.device import check_torch_options
+
+            device, dtype = check_torch_options(self.device, self.precision, self.method,
+                                                self.n_components)
+            built, _ = device_affinities(X, self.perplexity, classes, self.affinities,
+                                         self.within_weight, self.neighbors, self.metric,
+                                         self.random_state, self.n_jobs, labelled,
+                                         device=device, work_dtype=dtype)
+        else:
+            built = input_affinities(X, self.perplexity, classes, self.affinities,
+                                     self.within_weight, neighbors=self.neighbors,
+                                     metric=self.metric, random_state=self.random_state,
+                                     n_jobs=self.n_jobs,
+                                     progress=progress if bar is not None else None,
+                                     labelled=labelled)
         if bar is not None:
             bar.close()
             for line in built.describe(time.perf_counter() - t0):
@@ -392,6 +413,14 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         return built
 
     def _gradient(self) -> ConditionalGradient:
+        if self.backend == "torch":
+            from ..torch_engine.device import check_torch_options
+            from ..torch_engine.gradient import TorchGradient
+
+            device, dtype = check_torch_options(self.device, self.precision, self.method,
+                                                self.n_components)
+            return TorchGradient(self.P_, self.prior_, self.n_components, self.method,
+                                 device, dtype)
         method = self.method
         if method == "auto" and self.n_components > 3:
             method = "exact"
@@ -417,8 +446,11 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         if self.verbose:
             phase = "early exaggeration" if exaggeration != 1 else "optimisation"
             bar = progress_bar(n_iter, phase, "it")
+        descend = gradient_descent
+        if self.backend == "torch":
+            from ..torch_engine.optimizer import torch_gradient_descent as descend
         try:
-            res = gradient_descent(
+            res = descend(
                 self.embedding_, grad, n_iter, lr, momentum, exaggeration, self._state,
                 max_step_norm=self.max_step_norm, callbacks=callbacks,
                 callbacks_every_iters=self.callbacks_every_iters, progress=bar,
