@@ -6,7 +6,7 @@ from ctsne.plotting import plot_comparison, save_figure
 data = make_synthetic(1000, random_state=0)
 model = ConditionalTSNE(beta=0.01, random_state=0)
 Y = model.fit_transform(data.X, data.f14)  # the prior is the second argument
-tsne = model.tsne_counterpart()  # plain t-SNE from the same P and start
+tsne = model.tsne_counterpart()  # plain t-SNE from the same start, on t-SNE's P
 
 for name, emb in (("t-SNE", tsne.embedding_), ("ct-SNE", Y)):
     print(f"{name}: Laplacian score of f14 {laplacian_score(emb, data.f14, k=30):.2f}, "

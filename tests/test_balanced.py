@@ -269,3 +269,29 @@ def test_cli_passes_the_affinity_options(tmp_path, monkeypatch, capsys):
     assert main([*base, "-f", "--within-weight", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "within_weight must be" in err[0], err
+
+
+def test_tsne_counterpart_of_a_balanced_fit_is_t_sne(rng):
+    """A balanced P encodes the prior, so the counterpart builds t-SNE's P of the same
+    data; a standard fit hands its own P over. Both start where the fit started."""
+    from ctsne.affinities.standard import joint_affinities
+
+    X = np.vstack([rng.normal(size=(60, 4)), rng.normal(size=(60, 4)) + 8.0])
+    prior = np.repeat([0, 1], 60)
+    fast = dict(perplexity=10.0, n_iter=20, early_exaggeration_iter=10, random_state=0,
+                n_jobs=1)
+    model = ConditionalTSNE(affinities="balanced", **fast).fit(X, prior)
+    plain = model.tsne_counterpart()
+    assert model.affinities_ == "balanced" and plain.affinities_ == "standard"
+    assert plain.prior_ is None
+    ref = joint_affinities(X, 10.0, random_state=0, n_jobs=1)
+    assert abs(plain.P_ - ref).max() < 1e-12
+
+    def across(P):  # the P mass between the two blobs
+        C = P.tocoo()
+        return C.data[prior[C.row] != prior[C.col]].sum()
+
+    assert across(plain.P_) < 1e-3 and across(model.P_) > 0.04
+    np.testing.assert_array_equal(plain.initial_embedding_, model.initial_embedding_)
+    standard = ConditionalTSNE(affinities="standard", **fast).fit(X, prior)
+    assert (standard.tsne_counterpart().P_ != standard.P_).nnz == 0

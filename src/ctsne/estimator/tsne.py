@@ -361,23 +361,39 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
             self.kl_divergence_ = self.kl_divergence()
 
     def tsne_counterpart(self) -> ConditionalTSNE:
-        """Plain t-SNE of the same data, for comparison: same P, same start, same schedule.
+        """Plain t-SNE of the same data, for comparison: same start, same schedule, t-SNE's P.
 
         Only the prior differs, so the difference between the two maps is what the prior
-        changed. The neighbours and affinities are not recomputed.
+        changed. A fit on the standard P (or a given one) hands its P over unchanged; a
+        label-balanced or revised P already encodes the prior, so for those the standard
+        P of the training data is built (its neighbour search and calibration, once).
 
         Returns
         -------
         ConditionalTSNE
-            A new fitted model with ``prior_ = None``; this model is unchanged.
+            A new fitted model with ``prior_ = None`` and ``affinities_`` naming its P;
+            this model is unchanged.
         """
         if not hasattr(self, "initial_embedding_"):
             raise RuntimeError("tsne_counterpart() needs a model fitted by this version of "
                                "ctsne; call fit() first")
+        P, kind = self.P_, getattr(self, "affinities_", "standard")
+        X = getattr(self, "training_data_", None)
+        if kind in ("balanced", "revised"):
+            if X is None:
+                raise RuntimeError(f"this model was fitted on a {kind} P, which encodes the "
+                                   "prior; its t-SNE counterpart needs the standard P of the "
+                                   "training data, which the model does not hold: fit "
+                                   "ConditionalTSNE() without a prior instead")
+            from ..affinities.standard import joint_affinities
+
+            with threads(self.n_jobs):
+                P = joint_affinities(X, self.perplexity, neighbors=self.neighbors,
+                                     metric=self.metric, random_state=self.random_state,
+                                     n_jobs=self.n_jobs)
+            kind = "standard"
         plain = clone(self).set_params(callbacks=None)
-        return plain.fit_affinities(self.P_, None, init=self.initial_embedding_,
-                                    X=getattr(self, "training_data_", None),
-                                    kind=getattr(self, "affinities_", "standard"))
+        return plain.fit_affinities(P, None, init=self.initial_embedding_, X=X, kind=kind)
 
     def _affinities(self, X: np.ndarray, classes: np.ndarray | None):
         t0 = time.perf_counter()
