@@ -21,12 +21,13 @@ __all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "PARALLEL_FROM_ENTRIES", "cali
 
 
 # Neighbour entries (n·k) from which a pass over an (n, k) table runs on the thread pool.
-# These passes run once per fit: below this size they take 1.5–3 ms (symmetrisation) and
-# ~15 ms (calibration) on one thread, so a second thread saves at most a few ms per fit,
-# while the parallel twin of each pass costs 0.3–1 s to compile on first use in a new
+# These passes run once per fit: below this size they take 3–6 ms (symmetrisation) and
+# ~30 ms (calibration) on one thread, so a second thread saves at most ~15 ms per fit,
+# while the parallel twin of each pass costs 0.3–1.5 s to compile on first use in a new
 # environment (numba's compile events; BENCHMARKS.md, Start-up). At 20,000, where waking
-# the pool first pays, a 1,000-point fit at perplexity 30 compiled six parallel twins.
-PARALLEL_FROM_ENTRIES = 100_000
+# the pool first pays, a 1,000-point fit at perplexity 30 compiled six parallel twins;
+# its label-balanced P has 180,000 entries (90 own-class and 90 other-class per row).
+PARALLEL_FROM_ENTRIES = 200_000
 # The bisection on each row's precision: entropy tolerance (nats) and most steps.
 CALIBRATE_TOL = 1e-8
 CALIBRATE_MAX_ITER = 200
