@@ -539,8 +539,13 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
             Of the new points' affinities (a low value places points more locally; 5
             is openTSNE's choice as well).
         n_iter : int, default 250
+            Most iterations; a point stops once its step stayed below 1e-4 for 5 steps.
         theta : float, default 0.5
-            Barnes-Hut opening angle of the repulsion from the training points (0: exact).
+            Accuracy of the repulsion from the training points; 0 sums it exactly. In 2-D
+            with ``theta > 0`` it is read from fields tabulated once on an FFT grid
+            (:mod:`ctsne.forces.repulsion.field`); Barnes-Hut trees with this opening
+            angle serve 1-D and 3-D maps, priors with very many classes and points off
+            the grid.
 
         Returns
         -------
