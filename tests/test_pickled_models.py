@@ -45,7 +45,15 @@ def test_old_pickle_loads_and_places_points_as_before(which, expected):
     assert isinstance(model, ConditionalTSNE)
     key = MODELS[which]
     Y_new = model.transform(expected[f"{key}X_new"], expected[f"{key}prior_new"])
-    np.testing.assert_allclose(Y_new, expected[f"{key}Y_new"], rtol=RTOL, atol=ATOL)
+    # transform's repulsion changed since these were recorded (issue 23: fields on an FFT
+    # grid instead of Barnes-Hut trees, and each point stops once settled), so the
+    # placements agree within that change's accuracy, not bit for bit: measured median
+    # 1.0e-3 / 1.2e-3, 95 % below 5e-3, max 0.011 / 0.17 on maps spanning 43 / 55 (the
+    # largest where the old trees' ~1 % force error had sent a point elsewhere)
+    shift = np.linalg.norm(Y_new - expected[f"{key}Y_new"], axis=1)
+    span = np.ptp(model.embedding_, axis=0).max()
+    assert np.median(shift) < 5e-3 and np.quantile(shift, 0.9) < 0.02
+    assert shift.max() < 0.01 * span
     assert model.kl_divergence() == pytest.approx(float(expected[f"{key}kl"]), rel=RTOL)
 
 

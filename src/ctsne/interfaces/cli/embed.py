@@ -230,7 +230,7 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
         note(args, "note: no t-SNE panel for --compare: the ct-SNE run was interrupted")
     elif args.compare:
         # before anything is written: Ctrl-C here aborts the whole command cleanly
-        note(args, "t-SNE for --compare: the same affinities and start, no prior")
+        note(args, "t-SNE for --compare: the same start, t-SNE's affinities, no prior")
         plain = model.tsne_counterpart()
     write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
                     args.force, table.adata, feats)
@@ -272,8 +272,8 @@ def _plot(args, model, Y, plain, table, color) -> None:
     colors = table.columns[color] if color else None
     markers = table.columns[args.marker] if args.marker else None
     if plain is not None:
-        mode = getattr(model, "affinities_", "standard")
-        # the t-SNE panel shares the ct-SNE's P: say so when it is not t-SNE's own
+        mode = getattr(plain, "affinities_", "standard")
+        # the t-SNE panel is on t-SNE's own P unless the ct-SNE's P was given (precomputed)
         fig = plotting.plot_comparison(
             plain.embedding_, Y, {c: table.columns[c] for c in args.prior}, colors,
             markers, color_name=color, marker_name=args.marker,
