@@ -180,6 +180,19 @@ def _keep_scale(Y: np.ndarray, update: np.ndarray) -> int:
     return k
 
 
+def _report(state: OptimizerState, kl: float, progress, callbacks, embedding) -> bool:
+    """After a step that evaluated the KL: its history, the progress line and the
+    callbacks, which see ``embedding()`` (called only if there are any: a device engine
+    copies its map to the host for them). Every callback runs; True if one asks to stop."""
+    state.history.append((state.n_iter, kl))
+    if progress is not None:
+        progress.set_postfix_str(f"KL={kl:.4f}")
+    if not callbacks:
+        return False
+    Y = embedding()
+    return any([bool(cb(state.n_iter, kl, Y)) for cb in callbacks])
+
+
 def gradient_descent(
     Y: np.ndarray,
     gradient: GradientFn,
@@ -232,13 +245,8 @@ def gradient_descent(
                 progress.update(1)
             if kl_now is not None:
                 kl = kl_now
-                state.history.append((state.n_iter, kl))
-                if progress is not None:
-                    progress.set_postfix_str(f"KL={kl:.4f}")
-                for cb in callbacks:
-                    if cb(state.n_iter, kl, Y):
-                        stopped = True
-                if stopped:
+                if _report(state, kl, progress, callbacks, lambda Y=Y: Y):
+                    stopped = True
                     break
             if ctrl_c.abort:
                 raise KeyboardInterrupt

@@ -28,6 +28,7 @@ from ..optimization.optimizer import (
     SCALE_RESET_EXPONENT,
     OptimizerState,
     RunResult,
+    _report,
     _StopRequest,
 )
 from .device import load_torch
@@ -99,14 +100,9 @@ def torch_gradient_descent(Y: np.ndarray, gradient, n_iter: int, learning_rate: 
                     progress.update(1)
                 if kl_now is not None:
                     kl = kl_now
-                    state.history.append((state.n_iter, kl))
-                    if progress is not None:
-                        progress.set_postfix_str(f"KL={kl:.4f}")
-                    host = Yd.to(torch.float64).cpu().numpy()
-                    for cb in callbacks:
-                        if cb(state.n_iter, kl, host):
-                            stopped = True
-                    if stopped:
+                    if _report(state, kl, progress, callbacks,
+                               lambda: Yd.to(torch.float64).cpu().numpy()):
+                        stopped = True
                         break
                 if ctrl_c.abort:
                     raise KeyboardInterrupt
