@@ -13,3 +13,15 @@ def random_affinities(n: int, rng: np.random.Generator, density: float = 0.3) ->
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """PyTorch on one thread for a module's tests: the test machines are small and shared,
+    and torch's thread pool, spinning against other work, ran the torch tests up to ten
+    times slower than one thread."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -126,3 +126,29 @@ def test_representatives_check(tmp_path):
     reps, exact = res["representatives"], res["exact"]
     assert abs(reps["P_cross_share"] - exact["P_cross_share"]) < 1e-9  # both balanced
     assert abs(reps["gender_homogeneity"] - exact["gender_homogeneity"]) < 0.05
+
+
+def test_integration(tmp_path, monkeypatch):
+    """Issue 20's benchmark on one set, a missing peer skipped with the reason."""
+    module = _load("integration")
+    need = module._need
+
+    def missing(name):  # a peer that is not installed is skipped with the reason
+        if name == "scanorama":
+            raise module.Skipped("scanorama not installed (pip install ctsne[bench])")
+        return need(name)
+
+    monkeypatch.setattr(module, "_need", missing)
+    peers = ["Harmony → t-SNE"] if importlib.util.find_spec("harmonypy") else []
+    res = module.main(["--small", "--out", str(tmp_path), "--sets", "digits-shifted",
+                       "--methods", "ctsne defaults", "t-SNE", "Scanorama → t-SNE", *peers])
+    files = {p.name for p in tmp_path.iterdir()}
+    assert {"integration_small.md", "integration_small.json", "integration_embeddings.png",
+            "integration_axes.png"} <= files
+    out = res["sets"]["digits-shifted"]
+    assert "scanorama not installed" in out["skipped"]["Scanorama → t-SNE"]
+    s = out["scores"]
+    # half the digits shifted a pixel: t-SNE keeps the halves apart, ctsne's default mixes
+    assert s["t-SNE"]["batch_homogeneity"] > 0.8
+    assert s["ctsne defaults"]["batch"] > s["t-SNE"]["batch"] + 0.2
+    assert "balanced P" in out["affinities"]

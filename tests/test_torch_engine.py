@@ -26,14 +26,7 @@ from ctsne.torch_engine.repulsion import FFTRepulsion, Groups, exact_repulsion  
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # the test machines are small and shared: torch's thread pool, spinning on a busy
-    # machine, ran these tests many times slower than one thread
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _rel(a, b) -> float:

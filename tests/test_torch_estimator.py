@@ -25,14 +25,7 @@ SAME = dict(affinities="balanced", within_weight=0.85, method="exact", random_st
             perplexity=20.0, early_exaggeration_iter=200, n_iter=300)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # the test machines are small and shared: torch's thread pool, spinning on a busy
-    # machine, made these fits ten times slower than one thread
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from sklearn.exceptions import NotFittedError
 from .._progress import progress_bar
 from ..affinities.mixing import prior_mixing
 from ..affinities.modes import given_affinities, input_affinities, warn_if_separated
+from ..affinities.standard import joint_affinities
 from ..checks import check_spread
 from ..forces.gradient import ConditionalGradient
 from ..optimization.initialization import initial_embedding
@@ -385,8 +386,6 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
                                    "prior; its t-SNE counterpart needs the standard P of the "
                                    "training data, which the model does not hold: fit "
                                    "ConditionalTSNE() without a prior instead")
-            from ..affinities.standard import joint_affinities
-
             with threads(self.n_jobs):
                 P = joint_affinities(X, self.perplexity, neighbors=self.neighbors,
                                      metric=self.metric, random_state=self.random_state,

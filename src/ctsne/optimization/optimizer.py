@@ -193,6 +193,13 @@ def _report(state: OptimizerState, kl: float, progress, callbacks, embedding) ->
     return any([bool(cb(state.n_iter, kl, Y)) for cb in callbacks])
 
 
+def _interrupted(ctrl_c: _StopRequest) -> bool:
+    """After a step: a second Ctrl-C aborts (KeyboardInterrupt), a first ends the run."""
+    if ctrl_c.abort:
+        raise KeyboardInterrupt
+    return ctrl_c.requested
+
+
 def gradient_descent(
     Y: np.ndarray,
     gradient: GradientFn,
@@ -248,9 +255,7 @@ def gradient_descent(
                 if _report(state, kl, progress, callbacks, lambda Y=Y: Y):
                     stopped = True
                     break
-            if ctrl_c.abort:
-                raise KeyboardInterrupt
-            if ctrl_c.requested:
+            if _interrupted(ctrl_c):
                 interrupted = True
                 break
     return RunResult(embedding=Y, kl=kl, stopped_by_callback=stopped, interrupted=interrupted)

@@ -28,6 +28,7 @@ from ..optimization.optimizer import (
     SCALE_RESET_EXPONENT,
     OptimizerState,
     RunResult,
+    _interrupted,
     _report,
     _StopRequest,
 )
@@ -104,9 +105,7 @@ def torch_gradient_descent(Y: np.ndarray, gradient, n_iter: int, learning_rate: 
                                lambda: Yd.to(torch.float64).cpu().numpy()):
                         stopped = True
                         break
-                if ctrl_c.abort:
-                    raise KeyboardInterrupt
-                if ctrl_c.requested:
+                if _interrupted(ctrl_c):
                     interrupted = True
                     break
     finally:
