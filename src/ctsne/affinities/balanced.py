@@ -3,7 +3,7 @@
 Where the prior separates the data, a point's k nearest neighbours all lie in its own
 class, P has no mass across classes and ct-SNE's β' has nothing to act on. Both
 variants here give each point neighbour lists drawn from its own class and from the other
-classes separately, calibrate each list (block) on its own — a perplexity bisection on
+classes separately, calibrate each list (block) on its own — a perplexity search on
 that block's distances, so that the nearest counterparts in a far class get real weight
 however far the class lies — mix the blocks with fixed weights per row and symmetrise
 ``(C + Cᵀ)/2n`` as usual.

@@ -1,8 +1,9 @@
-"""Per-row perplexity calibration: each neighbour list's Gaussian by bisection.
+"""Per-row perplexity calibration: each neighbour list's Gaussian by Newton's method.
 
 A row's distances to its k nearest neighbours become conditional probabilities
-``p_{j|i} ∝ exp(−β_i d_ij²)``, with the precision β_i found by bisection so that the row's
-entropy is ``log(perplexity)``. Used for the standard P, for each block of the
+``p_{j|i} ∝ exp(−β_i d_ij²)``, with the precision β_i found by a safeguarded Newton
+iteration (bisection where Newton's step leaves the bracket) so that the row's entropy is
+``log(perplexity)``. Used for the standard P, for each block of the
 label-balanced P (:mod:`ctsne.affinities.balanced`), for given neighbours
 (:mod:`ctsne.affinities.precomputed`) and for new points (:mod:`ctsne.estimator.placement`).
 """
@@ -28,7 +29,7 @@ __all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "PARALLEL_FROM_ENTRIES", "cali
 # the pool first pays, a 1,000-point fit at perplexity 30 compiled six parallel twins;
 # its label-balanced P has 180,000 entries (90 own-class and 90 other-class per row).
 PARALLEL_FROM_ENTRIES = 200_000
-# The bisection on each row's precision: entropy tolerance (nats) and most steps.
+# The search for each row's precision: entropy tolerance (nats) and most steps.
 CALIBRATE_TOL = 1e-8
 CALIBRATE_MAX_ITER = 200
 
@@ -60,19 +61,31 @@ def calibrate_row(dist, perplexity, tol, max_iter, out):
     for _ in range(max_iter):
         s = 0.0
         sd = 0.0
+        sdd = 0.0
         for j in range(k):
-            e[j] = np.exp(-(d2[j] - dmin) * beta)
+            dj = d2[j] - dmin
+            e[j] = np.exp(-dj * beta)
             s += e[j]
-            sd += e[j] * (d2[j] - dmin)
-        entropy = np.log(s) + beta * sd / s
+            sd += e[j] * dj
+            sdd += e[j] * dj * dj
+        mean = sd / s
+        entropy = np.log(s) + beta * mean
         diff = entropy - target
         if abs(diff) < tol:
             break
         if diff > 0:  # too flat: sharpen
             lo = beta
-            beta = beta * 2.0 if hi == np.inf else 0.5 * (beta + hi)
         else:
             hi = beta
+        # Newton's step (dH/dβ = −β·Var(d²) under the row's distribution) where it stays
+        # inside the bracket, else bisection: ~6 evaluations per row instead of ~40
+        var = sdd / s - mean * mean
+        step = beta + diff / (beta * var) if var > 0.0 else np.inf
+        if lo < step < hi:
+            beta = step
+        elif diff > 0:
+            beta = beta * 2.0 if hi == np.inf else 0.5 * (beta + hi)
+        else:
             beta = 0.5 * (beta + lo)
     for j in range(k):
         out[j] = e[j] / s
@@ -90,7 +103,8 @@ def calibrate(distances: np.ndarray, perplexity: float, tol: float = CALIBRATE_T
 
     ``distances`` are (n, k) distances to the k nearest neighbours; the Gaussian acts on
     their squares, after dividing each row by its largest distance (so the result does not
-    depend on the scale). Each row's precision is found by bisection on the entropy. ``out``
+    depend on the scale). Each row's precision is found by Newton's method on the entropy,
+    kept inside a bisection bracket. ``out``
     (float64, (n, k)) may be ``distances`` itself, to calibrate in place.
     """
     dist = np.ascontiguousarray(distances, dtype=np.float64)

@@ -59,9 +59,6 @@ QUERY_CHUNK = 5000
 # iterations, which is why the rule is per point, not on the largest step.
 STEP_TOL = 1e-4
 CALM_STEPS = 5
-# Leaf size of the k-d tree of the reference: 40 answered the benchmark's queries ~20 %
-# faster than 16 (10 features, 100,000 points, k = 15).
-KD_LEAF_SIZE = 40
 
 
 # ----------------------------------------------------------------------------- prior
@@ -115,41 +112,18 @@ def reference_neighbors(X_ref: np.ndarray, X_new: np.ndarray, k: int, metric: st
                         n_jobs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each new row's ``k`` nearest reference rows (exact search): ``(indices, distances)``.
 
-    Euclidean data of at most ``TREE_DIMS`` features: a k-d tree queried directly, in
-    chunks spread over ``n_jobs`` threads (the query releases the GIL); 3-4x faster than
-    the same tree behind ``NearestNeighbors`` with its default leaf size, measured on the
-    10-feature benchmark (BENCHMARKS.md, New points). Other data: ``NearestNeighbors``.
+    :class:`ctsne.neighbors.search.ExactIndex` (a k-d tree for Euclidean data of at most
+    ``TREE_DIMS`` features; 3-4x faster than ``NearestNeighbors``' tree on the 10-feature
+    benchmark, BENCHMARKS.md, New points), queried in chunks of at most ``QUERY_CHUNK``.
     """
-    import os
-    from concurrent.futures import ThreadPoolExecutor
+    from ..neighbors.search import ExactIndex
 
-    from sklearn.neighbors import KDTree, NearestNeighbors
-
-    from ..neighbors.search import TREE_DIMS
-
-    threads = (os.cpu_count() or 1) if n_jobs is None or n_jobs < 0 else max(1, n_jobs)
+    index = ExactIndex(X_ref, metric, n_jobs)
     idx = np.empty((len(X_new), k), dtype=np.int64)
     dist = np.empty((len(X_new), k))
-    if metric == "euclidean" and X_ref.shape[1] <= TREE_DIMS:
-        tree = KDTree(X_ref, leaf_size=KD_LEAF_SIZE)
-
-        def query(rows):
-            dist[rows], idx[rows] = tree.query(X_new[rows], k=k)
-    else:
-        nn = NearestNeighbors(n_neighbors=k, metric=metric, n_jobs=1).fit(X_ref)
-
-        def query(rows):
-            dist[rows], idx[rows] = nn.kneighbors(X_new[rows])
-    # chunks of at most QUERY_CHUNK rows (bounded temporaries), several per thread
-    n_chunks = max(4 * threads, -(-len(X_new) // QUERY_CHUNK))
-    bounds = np.linspace(0, len(X_new), n_chunks + 1).astype(int)
-    chunks = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
-    if threads == 1:
-        for rows in chunks:
-            query(rows)
-    else:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(query, chunks))
+    for start in range(0, len(X_new), QUERY_CHUNK):
+        rows = slice(start, min(len(X_new), start + QUERY_CHUNK))
+        dist[rows], idx[rows] = index.query(X_new[rows], k)
     return idx, dist
 
 

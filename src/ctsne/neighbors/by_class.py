@@ -40,7 +40,14 @@ import numpy as np
 from .._parallel import kernel
 from .brute import brute_knn
 from .representatives import lists_from_representatives, representatives
-from .search import QUERY_CHUNK, TREE_DIMS, drop_self, is_exact_search, nearest_neighbors
+from .search import (
+    QUERY_CHUNK,
+    TREE_DIMS,
+    ExactIndex,
+    drop_self,
+    is_exact_search,
+    nearest_neighbors,
+)
 
 __all__ = ["FAR_SEARCHES", "SearchIndex", "other_class_neighbors", "own_class_neighbors",
            "pooled_other_neighbors"]
@@ -116,9 +123,7 @@ class SearchIndex:
         if self._tolerant and not self.exact:
             self._scan = data
         elif self._scan is None and self.exact:
-            from sklearn.neighbors import NearestNeighbors
-
-            self._nn = NearestNeighbors(metric=metric, n_jobs=jobs).fit(data)
+            self._nn = ExactIndex(data, metric, n_jobs)
         elif self._scan is None:
             from pynndescent import NNDescent
 
@@ -149,7 +154,7 @@ class SearchIndex:
             if self._scan is not None:
                 i, d = brute_knn(self._scan, Q[start:stop], k)
             elif self.exact:
-                d, i = self._nn.kneighbors(Q[start:stop], n_neighbors=k)
+                d, i = self._nn.query(Q[start:stop], k)
             else:
                 i, d = self._nn.query(Q[start:stop], k=k)
             idx[start:stop], dist[start:stop] = self.rows[i], d
