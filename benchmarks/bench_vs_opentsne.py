@@ -1,23 +1,38 @@
-"""ctsne against openTSNE, case by case, each run in a fresh process (peak memory per run).
+"""ctsne against openTSNE, FIt-SNE and tsne-h2pack, case by case, each run in a fresh process.
 
     python benchmarks/bench_vs_opentsne.py --cases 10k 100k          # what fits in the time
     python benchmarks/bench_vs_opentsne.py --cases 1M 500kx128 --iters 750
+    python benchmarks/bench_vs_opentsne.py --cases 250k --runners openTSNE FIt-SNE h2pack ctsne
     python benchmarks/bench_vs_opentsne.py --startup                  # cold / warm first run
 
 Each case runs openTSNE (plain t-SNE, FFT, n_jobs=2), ctsne with prior=None, a 5-class
 prior and a 500-class prior, with the same perplexity (30) and iterations (250 early
-exaggeration + 500). Results are printed as a table and appended as JSON lines to
-``benchmarks/results.jsonl`` with the machine and date; ratios are to openTSNE in the
-same run, the only comparison that means anything on a shared machine.
+exaggeration + 500); on request also FIt-SNE and tsne-h2pack with the closest settings
+their APIs take (see ``_run_fitsne`` and ``_run_h2pack`` for what differs). Results are
+printed as a table and appended as JSON lines to ``benchmarks/results.jsonl`` with the
+machine and date; ratios are to openTSNE in the same run, the only comparison that means
+anything on a shared machine. Peak memory is per process, knn10_preservation is the mean
+share of each point's 10 nearest neighbours kept in the map (on 20,000 sampled points).
+
+The two peers run under their own interpreter (``CTSNE_PEERS_PYTHON``, by default
+``/work/bench-venv/bin/python``), a virtual environment that holds them and not ctsne:
+
+    apt-get install -y libfftw3-dev liblapacke liblapacke-dev libopenblas0
+    python3 -m venv /work/bench-venv && cd /work/bench-venv
+    bin/pip install numpy scipy scikit-learn "cython<3" wheel setuptools
+    bin/pip install --no-build-isolation fitsne==1.2.1
+    bin/pip install "tsne-h2pack[pynndescent]==3.2.0"
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,8 +40,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CASES = {"10k": (10_000, 10), "100k": (100_000, 10), "1M": (1_000_000, 10),
-         "500kx128": (500_000, 128)}
+CASES = {"2k": (2_000, 10), "10k": (10_000, 10), "100k": (100_000, 10),
+         "250k": (250_000, 10), "1M": (1_000_000, 10), "500kx128": (500_000, 128)}
+# runners whose library lives in another interpreter (a peers-only virtual environment)
+PEERS_PYTHON = os.environ.get("CTSNE_PEERS_PYTHON", "/work/bench-venv/bin/python")
+RUNNER_PYTHON = {"FIt-SNE": PEERS_PYTHON, "h2pack": PEERS_PYTHON}
 
 
 def make_data(n: int, d: int, seed: int = 0):
@@ -59,6 +77,91 @@ def knn_preservation(X, Y, k=10, sample=20_000, seed=0):
     return float(np.mean([len(set(a[1:]) & set(b[1:])) / k for a, b in zip(nx, ny, strict=True)]))
 
 
+@contextlib.contextmanager
+def _c_stdout_captured():
+    """Send what native code prints on file descriptor 1 to a file, read into the list.
+
+    The parent reads the child's last stdout line as its result; C's buffered output
+    would otherwise be flushed after it, at exit.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    log: list[str] = []
+    with tempfile.TemporaryFile(mode="w+") as tmp:
+        sys.stdout.flush()
+        libc.fflush(None)
+        saved = os.dup(1)
+        os.dup2(tmp.fileno(), 1)
+        try:
+            yield log
+        finally:
+            sys.stdout.flush()
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            log.append(tmp.read())
+
+
+def _run_fitsne(X, ee_iter: int, n_iter: int):
+    """FIt-SNE: Annoy kNN, FFT forces, PCA init (std 1e-4, as openTSNE).
+
+    Its learning rate is one value, max(200, n/12), for both phases; openTSNE's auto
+    rate is n/12 while exaggerated and n after. Its timings: the iteration times it
+    prints; the rest of the call (PCA init, kNN, P) counts as affinities.
+    """
+    import fitsne
+    import numpy as np
+
+    with _c_stdout_captured() as log:
+        t0 = time.perf_counter()
+        Y = fitsne.FItSNE(np.ascontiguousarray(X), perplexity=30, initialization="pca",
+                          max_iter=ee_iter + n_iter, stop_early_exag_iter=ee_iter,
+                          mom_switch_iter=ee_iter, early_exag_coeff=12, momentum=0.5,
+                          final_momentum=0.8, learning_rate="auto", fft_not_bh=True,
+                          ann_not_vptree=True, nthreads=2, rand_seed=0)
+        total = time.perf_counter() - t0
+    opt = sum(float(v) for v in re.findall(r"iterations in ([0-9.]+) seconds", log[0]))
+    costs = re.findall(r"cost ([0-9.eE+-]+)", log[0])
+    return Y, {"total_s": total, "affinities_s": total - opt, "optimization_s": opt,
+               "kl": float(costs[-1]) if costs else None, "init": "pca", "knn": "annoy"}
+
+
+def _run_h2pack(X, ee_iter: int, n_iter: int):
+    """tsne-h2pack: its default kNN (exact below 10,000 points, else pynndescent), H2 forces.
+
+    Random init only (its PCA init is not implemented); learning rate max(200, n/12) in
+    both phases; its H2 defaults (tolerance 1e-2, forces rebuilt every 3rd iteration,
+    every 10th while exaggerated). Its wrapper fixes 250 exaggerated iterations, so the
+    subclass sets the count in the C parameters. Timings from its profiling summary.
+    """
+    from tsne_h2pack import TSNE
+
+    class _EarlyIter(TSNE):
+        def _map_params_to_c_struct(self, n_samples=None):
+            params = super()._map_params_to_c_struct(n_samples)
+            params.early_exag_iter = params.momentum_switch_iter = ee_iter
+            return params
+
+    with tempfile.TemporaryDirectory() as tmp, _c_stdout_captured():
+        # once per machine it builds its proxy points (~20 s) and caches them on disk
+        TSNE(max_iter=10, random_state=0).fit_transform(X[:200])
+        csv = os.path.join(tmp, "profile.csv")
+        model = _EarlyIter(perplexity=30, early_exaggeration=12, learning_rate="auto",
+                           max_iter=ee_iter + n_iter, init="random", random_state=0,
+                           n_jobs=2, enable_profiling=True, profiling_output_file=csv)
+        t0 = time.perf_counter()
+        Y = model.fit_transform(X)
+        total = time.perf_counter() - t0
+        summary = Path(csv).read_text()
+    p_s = float(re.search(r"# P construction: ([0-9.]+)", summary).group(1))
+    opt = float(re.search(r"# Total optimization time: ([0-9.]+)", summary).group(1))
+    return Y, {"total_s": total, "affinities_s": model.knn_time_ + p_s, "optimization_s": opt,
+               "kl": float(model.kl_divergence_), "init": "random",
+               "knn": "exact" if len(X) < 10_000 else "pynndescent"}
+
+
 def run_one(case: str, runner: str, ee_iter: int, n_iter: int) -> dict:
     """Body of a child process: one library on one case."""
     import resource
@@ -68,7 +171,10 @@ def run_one(case: str, runner: str, ee_iter: int, n_iter: int) -> dict:
     n, d = CASES[case]
     X, five, five_hundred = make_data(n, d)
     out = {"case": case, "runner": runner, "n": n, "d": d}
-    if runner == "openTSNE":
+    if runner in ("FIt-SNE", "h2pack"):
+        Y, stats = {"FIt-SNE": _run_fitsne, "h2pack": _run_h2pack}[runner](X, ee_iter, n_iter)
+        out.update(stats)
+    elif runner == "openTSNE":
         import openTSNE
 
         t0 = time.perf_counter()
@@ -91,17 +197,20 @@ def run_one(case: str, runner: str, ee_iter: int, n_iter: int) -> dict:
         Y = model.fit_transform(X, prior)
         out.update(affinities_s=model.timings_["affinities"],
                    optimization_s=model.timings_["optimization"], kl=model.kl_divergence_)
-    out["total_s"] = out["affinities_s"] + out["optimization_s"]
+    # the peers' total is the wall time of their call, which also holds work between stages
+    out.setdefault("total_s", out["affinities_s"] + out["optimization_s"])
     out["s_per_iter"] = out["optimization_s"] / max(1, ee_iter + n_iter)
     out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    if runner in ("openTSNE", "ctsne"):
-        out["knn10_preservation"] = knn_preservation(X, Y)
+    out["knn10_preservation"] = knn_preservation(X, np.asarray(Y))
     return out
 
 
-def spawn(args: list[str], env=None) -> dict:
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                          env=env)
+def spawn(args: list[str], env=None, python: str | None = None) -> dict:
+    python = python or sys.executable
+    if not os.path.exists(python):
+        return {"error": f"no interpreter {python}: set up the peers venv (module docstring) "
+                         "or point CTSNE_PEERS_PYTHON at one"}
+    proc = subprocess.run([python, __file__, *args], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         return {"error": proc.stderr[-2000:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -168,9 +277,10 @@ def main(argv=None) -> None:
         record({**meta, "case": "startup-1000", **startup()})
     for case in a.cases:
         base = None
-        for runner in a.runners:
+        # openTSNE first, so that every other row of the case gets its ratio
+        for runner in sorted(a.runners, key=lambda name: name != "openTSNE"):
             r = {**meta, **spawn(["--child", case, runner, "--ee-iter", str(a.ee_iter),
-                                  "--iters", str(a.iters)])}
+                                  "--iters", str(a.iters)], python=RUNNER_PYTHON.get(runner))}
             r.setdefault("case", case)
             r.setdefault("runner", runner)
             if runner == "openTSNE" and "total_s" in r:
