@@ -193,7 +193,7 @@ def stage_split() -> None:
     d = 2
     lo = np.array([Y[:, k].min() for k in range(d)])
     span = np.array([Y[:, k].max() for k in range(d)]) - lo
-    args = (fft.N_INTERP, fft.MIN_BOXES, fft.BOXES_PER_UNIT, None, -1)
+    args = (fft.N_INTERP, fft.MIN_BOXES, fft.BOXES_PER_UNIT[2], None, -1)
     g = fft._plan(Y, lo, span, *args)
     charges, Ys, order = fft._spread(Y, g)
     pot, _ = fft._convolve(charges, g)

@@ -20,6 +20,9 @@ from ctsne.forces.repulsion.fft import exact_is_faster, grid_shape, repulsion_ff
 from ctsne.prior import make_prior
 
 N = 2000
+# Relative force error allowed on the default 2-D grid (0.8 boxes per unit: 0.7-2.3e-3 measured
+# on these small layouts, Barnes-Hut's accuracy at θ = 0.5).
+TOL_2D = 3e-3
 
 
 def tsne_like(n: int, d: int, span: float, n_blobs: int = 10, seed: int = 0):
@@ -47,8 +50,8 @@ def test_matches_exact_on_tsne_layouts(d, span):
     Y, _ = tsne_like(N, d, span)
     F, Z = repulsion_fft(Y)
     Fe, Ze = repulsion_exact(Y)
-    # measured: force 0.8–1.6e-4, Z ≤ 5e-7
-    assert rel(F, Fe) < 1e-3
+    # measured: force 1-D 1.6e-4 (1.25 boxes per unit), 2-D 0.7–1.3e-3 (0.8), Z ≤ 2e-6
+    assert rel(F, Fe) < (5e-4 if d == 1 else TOL_2D)
     assert abs(Z - Ze) / Ze < 1e-5
 
 
@@ -131,9 +134,11 @@ def test_ctsne_gradient_matches_exact(d, n_classes, beta, small_groups, monkeypa
     F, S = rep(Y)
     Fa, _ = attraction(P, Y)
     grad = 4.0 * (Fa - F / S)
-    # measured: gradient ≤ 4.7e-4, S ≤ 6e-7; 7.7e-4 for d = 2, 3 classes, α' = 0.1, where
+    # measured: gradient d = 1 ≤ 3.7e-4 (1.25 boxes per unit), d = 2 ≤ 1.4e-3 (0.8: Barnes-
+    # Hut's accuracy at θ = 0.5), S ≤ 1.4e-5; 5.9e-3 for d = 2, 3 classes, α' = 0.1, where
     # the class terms cancel most of the all-points term and so amplify its error
-    assert rel(grad, ref.grad) < 1e-3
+    amplified = d == 2 and n_classes == 3 and beta == 3.0
+    assert rel(grad, ref.grad) < (1e-3 if d == 1 else 1e-2 if amplified else TOL_2D)
     assert abs(S - ref.S) / ref.S < 1e-3
     assert rel(grad, ref.grad) > 1e-9  # an interpolation error: FFT really ran
 
@@ -180,7 +185,7 @@ def test_flat_dimension():
     Y = np.column_stack([rng.uniform(0, 20, 300), np.full(300, -2.0)])
     F, Z = repulsion_fft(Y)
     Fe, Ze = repulsion_exact(Y)
-    assert rel(F, Fe) < 1e-3
+    assert rel(F, Fe) < TOL_2D
     assert np.abs(F[:, 1]).max() < 1e-12 * np.abs(F[:, 0]).max()
     assert abs(Z - Ze) / Ze < 1e-5
 
@@ -215,7 +220,7 @@ def test_sorted_and_unsorted_spreading_agree(monkeypatch):
     F_plain, Z_plain = repulsion_fft(Y)
     np.testing.assert_allclose(F_sorted, F_plain, rtol=0, atol=1e-10 * np.abs(Fe).max())
     assert Z_sorted == pytest.approx(Z_plain, rel=1e-12)
-    assert rel(F_sorted, Fe) < 1e-3
+    assert rel(F_sorted, Fe) < TOL_2D
 
 
 @pytest.mark.parametrize("d", [1, 2])
@@ -255,7 +260,7 @@ def test_kernel_spectra_are_reused(monkeypatch):
     F2, Z2 = repulsion_fft(Y * 1.001)  # same spacing and, here, the same FFT size
     assert len(fft._SPECTRA) == 1
     Fe, Ze = repulsion_exact(Y * 1.001)
-    assert rel(F2, Fe) < 1e-3 and abs(Z2 - Ze) / Ze < 1e-5
+    assert rel(F2, Fe) < TOL_2D and abs(Z2 - Ze) / Ze < 1e-5
     monkeypatch.setattr(fft, "KERNEL_CACHE_BYTES", 0)
     fft.clear_kernel_cache()
     F3, Z3 = repulsion_fft(Y * 1.001)
@@ -271,3 +276,21 @@ def test_cost_model_for_engine_choice():
     assert not exact_is_faster(500, [7.0, 7.0])
     assert exact_is_faster(1000, [80.0, 80.0])
     assert not exact_is_faster(5000, [80.0, 80.0])
+
+
+@pytest.mark.parametrize("span, engine", [(5.0, "fft"), (400.0, "bh")])
+def test_auto_takes_the_cheaper_of_barnes_hut_and_fft(span, engine):
+    """Under "auto" a 2-D group planned for Barnes-Hut goes to the FFT grid on a call
+    where the cost model prices it lower (a compact layout), not where the grid would
+    follow a wide extent; either way the forces are those of the exact sums."""
+    from ctsne.prior import PriorTerm
+
+    m = 3000
+    Y, _ = tsne_like(m, 2, span, seed=2)
+    assert conditional.fft_is_cheaper(m, np.ptp(Y, axis=0), 0.5) == (engine == "fft")
+    rep = ConditionalRepulsion([PriorTerm(1.0, None, 1)], m, 2, method="auto")
+    F, S = rep(Y)
+    assert rep.engines_used() == {engine}
+    Fe, Ze = repulsion_exact(Y)
+    assert rel(F, Fe) < 3e-3
+    assert abs(S - Ze) / Ze < 1e-3

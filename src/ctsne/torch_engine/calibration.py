@@ -1,10 +1,10 @@
-"""Perplexity calibration on the device: the numba engine's bisection, over all rows at once.
+"""Perplexity calibration on the device: the numba engine's search, over all rows at once.
 
 The same steps as :func:`ctsne.affinities.calibration.calibrate_row`, each a tensor
 operation over the rows still searching: distances divided by the row's largest,
-squared, shifted by the row's smallest; the precision doubled until the entropy falls
-below ``log(perplexity)``, then halved towards it; a row stops at the first step within
-``tol`` (the same constants), so each row ends where the numba engine's does. Always
+squared, shifted by the row's smallest; Newton's step on the precision where it stays
+inside the bracket, else the bracket's doubling or halving; a row stops at the first step
+within ``tol`` (the same constants), so each row ends where the numba engine's does. Always
 float64: the precisions span many orders of magnitude and P must match the numba
 engine's to 1e-6.
 
@@ -36,7 +36,7 @@ def calibrate_rows(dist, perplexity, valid=None, tol: float = CALIBRATE_TOL,
         Entries that take part (others get 0); default all. A row without a valid entry
         comes out all 0.
     tol, max_iter
-        Entropy tolerance (nats) and most bisection steps, the numba engine's.
+        Entropy tolerance (nats) and most steps, the numba engine's.
 
     Returns
     -------
@@ -68,20 +68,25 @@ def calibrate_rows(dist, perplexity, valid=None, tol: float = CALIBRATE_TOL,
         b = beta[active]
         e = torch.where(vb, torch.exp(-sh * b[:, None]), torch.zeros_like(sh))
         s = e.sum(1)
-        entropy = torch.log(s) + b * (e * sh).sum(1) / s
+        mean = (e * sh).sum(1) / s
+        var = (e * sh * sh).sum(1) / s - mean * mean
+        entropy = torch.log(s) + b * mean
         diff = entropy - target[active]
         done = diff.abs() < tol
         if step == max_iter - 1:
             done = torch.ones_like(done)
         out[active[done]] = e[done] / s[done, None]
         keep = ~done
-        a, b, diff = active[keep], b[keep], diff[keep]
+        a, b, diff, var = active[keep], b[keep], diff[keep], var[keep]
         flat = diff > 0  # too flat: sharpen
         lo_a, hi_a = lo[a], hi[a]
         new_lo = torch.where(flat, b, lo_a)
         new_hi = torch.where(flat, hi_a, b)
         grow = torch.where(torch.isinf(hi_a), 2.0 * b, 0.5 * (b + hi_a))
-        beta[a] = torch.where(flat, grow, 0.5 * (b + lo_a))
+        halved = torch.where(flat, grow, 0.5 * (b + lo_a))
+        newton = torch.where(var > 0, b + diff / (b * var), torch.full_like(b, math.inf))
+        inside = (newton > new_lo) & (newton < new_hi)
+        beta[a] = torch.where(inside, newton, halved)
         lo[a], hi[a] = new_lo, new_hi
         active = a
     return out

@@ -149,12 +149,13 @@ class FFTRepulsion:
     """
 
     def __init__(self, groups: Groups, d: int, n_interp: int = N_INTERP,
-                 min_boxes: int = MIN_BOXES, boxes_per_unit: float = BOXES_PER_UNIT):
+                 min_boxes: int = MIN_BOXES, boxes_per_unit: float | None = None):
         if d not in (1, 2):
             raise ValueError(f"the FFT repulsion needs 1 or 2 output dimensions, got {d}")
         torch = load_torch()
         self.groups, self.d, self.p = groups, d, n_interp
-        self.min_boxes, self.boxes_per_unit = min_boxes, boxes_per_unit
+        self.min_boxes = min_boxes
+        self.boxes_per_unit = BOXES_PER_UNIT[d] if boxes_per_unit is None else boxes_per_unit
         nodes = np.arange(n_interp, dtype=np.float64)
         diff = nodes[:, None] - nodes[None, :]
         np.fill_diagonal(diff, 1.0)

@@ -15,7 +15,9 @@ by the term's coefficient. With β' = 0.01 the all-points term carries ~1 % of S
 may have ~100× the relative error of the class terms for the same absolute error: with
 ``method="auto"`` it goes to a coarse FFT grid (~6× cheaper than Barnes-Hut at θ = 0.5),
 otherwise Barnes-Hut opens it wider (:func:`term_thetas`); the class terms, which carry
-the force, keep the asked accuracy.
+the force, keep the asked accuracy. Under "auto" in 2-D, a group planned for Barnes-Hut
+is evaluated on each call by whichever of Barnes-Hut and the FFT grid (equally accurate)
+a cost model prices lower for its size and current extent (:func:`fft_is_cheaper`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from ..._parallel import PRANGE_ONLY
 from ...prior import PriorTerm
 from .exact import repulsion_exact_groups
 
-__all__ = ["ConditionalRepulsion", "choose_engine", "get_engine", "term_thetas"]
+__all__ = ["ConditionalRepulsion", "choose_engine", "fft_is_cheaper", "get_engine",
+           "term_thetas"]
 
 # (module, function) for each approximate engine; imported on first use.
 _ENGINES = {
@@ -48,9 +51,19 @@ EXACT_BELOW = {"bh": 500, "fft": 500}
 # environment compiling the Barnes-Hut and FFT kernels (15-20 s on 2 cores, numba's
 # compile events of a cold 1,000-point fit; BENCHMARKS.md, Start-up).
 EXACT_FIT_MAX = 1_200
-# With method="auto": Barnes-Hut below this many points (and always for d = 3), else FFT.
-# Measured: BH is 1.5-4x faster than FFT from 50k to 1M points on t-SNE-like layouts.
+# With method="auto": Barnes-Hut planned below this many points (and always for d = 3),
+# else FFT. In 2-D each call then takes whichever of the two its cost model prices lower
+# for the group's size and current extent (:func:`fft_is_cheaper`).
 BH_BELOW = 2_000_000
+# One-thread CPU cost per call, fitted to benchmarks/bench_fft.py-style layouts (20k-400k
+# points, spans 20-300; 2026-11-24): Barnes-Hut at θ = 0.5 ~36 ns · m·log₂m (520-700 ns
+# per point), falling as 1/θ² with the angle; FFT on its default grid ~200 ns per point
+# (spread and gather) + ~40 ns per node of the padded grid. A whole compact layout (early
+# iterations, or 250k points over 150 units) is cheaper by FFT; a class scattered over a
+# wide layout is cheaper by Barnes-Hut, whose cost does not follow the extent.
+BH_NS_PER_POINT_LOG = 36.0
+FFT_NS_PER_POINT = 200.0
+FFT_NS_PER_NODE = 40.0
 # Barnes-Hut force error grows as theta^4 (quadrupole-corrected cells; measured 5.9e-4 at
 # 0.5, 1.0e-2 at 1.0, 7.2e-2 at 1.5 on a t-SNE-like layout), and past ~1.2 the cells'
 # expansion stops converging well; a minor term's angle stays within these bounds.
@@ -58,10 +71,10 @@ THETA_ERROR_POWER = 4.0
 THETA_MAX = 1.2
 # Relative force error of the engines' settings on t-SNE-like layouts (benchmarks/
 # bench_bh.py, bench_fft.py; 500k points over a span of ~300): Barnes-Hut ~0.016·θ⁴
-# (6e-4–1.6e-3 at θ = 0.5), FFT on its default grid ~2e-4, FFT on the coarse grid below
+# (6e-4–1.6e-3 at θ = 0.5), FFT on its default grid ~4–6e-4, FFT on the coarse grid below
 # (3 nodes per 2 units) 6e-2 in 39 ms where Barnes-Hut takes 230 ms at θ = 0.5.
 BH_ERROR_COEF = 0.016
-FFT_ERROR = 2e-4
+FFT_ERROR = 6e-4
 FFT_COARSE = {"n_interp": 3, "boxes_per_unit": 0.5}
 FFT_COARSE_ERROR = 6e-2
 
@@ -129,6 +142,19 @@ def _span(Y: np.ndarray) -> np.ndarray:
 def get_engine(name: str) -> Callable:
     module, func = _ENGINES[name]
     return getattr(importlib.import_module(module), func)
+
+
+def fft_is_cheaper(m: int, span: np.ndarray, theta: float) -> bool:
+    """Whether the FFT engine on its default grid costs less than Barnes-Hut at ``theta``
+    for ``m`` points over ``span`` (2-D), by the cost model above."""
+    from .fft import grid_shape
+
+    if m < 2 or theta <= 0.0:
+        return False
+    _, _, half = grid_shape(span)
+    fft = FFT_NS_PER_POINT * m + FFT_NS_PER_NODE * float(np.prod(2 * half))
+    bh = BH_NS_PER_POINT_LOG * m * np.log2(m) * (0.5 / theta) ** 2
+    return fft < bh
 
 
 def _fft_exact_is_faster(m: int, span: np.ndarray, params: dict) -> bool:
@@ -231,6 +257,10 @@ class ConditionalRepulsion:
             if (self.method == "auto" and self.d <= 2
                     and BH_ERROR_COEF * self.theta**THETA_ERROR_POWER * ratio >= FFT_COARSE_ERROR):
                 return "fft", {**self.engine_params.get("fft", {}), **FFT_COARSE}
+            if (self.method == "auto" and self.d == 2
+                    and BH_ERROR_COEF * theta**THETA_ERROR_POWER >= FFT_ERROR):
+                # as accurate on the default grid: the call picks the cheaper (__call__)
+                return "bh|fft", {**params, "theta": theta}
             return "bh", {**params, "theta": theta}
         if engine == "fft" and FFT_ERROR * ratio >= FFT_COARSE_ERROR:
             return "fft", {**params, **FFT_COARSE}
@@ -269,6 +299,10 @@ class ConditionalRepulsion:
                     a, b = plan.large_starts[g], plan.large_starts[g + 1]
                     Yg = Ys[a:b]
                     engine, params = self._engine_for(planned, ratio, theta)
+                    if engine == "bh|fft":
+                        cheaper = fft_is_cheaper(b - a, _span(Yg), params["theta"])
+                        engine = "fft" if cheaper else "bh"
+                        params = self.engine_params.get("fft", {}) if cheaper else params
                     if engine == "fft" and _fft_exact_is_faster(b - a, _span(Yg), params):
                         engine = "exact"
                         Fs[a:b], Zg = repulsion_exact_groups(Yg, np.array([0, b - a]))

@@ -57,17 +57,20 @@ from ._interp import TILE
 __all__ = ["clear_kernel_cache", "exact_is_faster", "grid_shape", "repulsion_fft"]
 
 # Grid resolution. FIt-SNE's p = 3 and one box per unit give 0.3–1e-2 relative force
-# error on t-SNE layouts (~1e-2 for its box-bound stencils); p = 5 and 1.25 boxes per
-# unit (6.25 nodes per unit, 4.3× the nodes in 2-D) give 0.5–5e-4, for ~3× the time at
-# 10⁶ points. Raising p is the cheaper way up: the error falls as the p-th power of the
-# node spacing. It depends on the spacing only, so a small minimum number of boxes
-# suffices and keeps the grid of a small group cheap.
+# error on t-SNE layouts (~1e-2 for its box-bound stencils). In 2-D, p = 5 and 0.8 boxes
+# per unit (4 nodes per unit, 1.8× FIt-SNE's nodes) give 4–6e-4 on 250k and 10⁶ points
+# over spans of 150 and 300 (benchmarks/bench_fft.py) and 0.7–1.3e-3 on 2,000 (the tests),
+# as accurate as Barnes-Hut at θ = 0.5 and ~2× cheaper than the 1.25 boxes per unit used
+# before (5–9e-5: more accuracy than any term of a fit uses). In 1-D the grid costs little
+# and keeps 1.25 (1–2e-4). Raising p is the cheaper way up: the error falls as the p-th
+# power of the node spacing. It depends on the spacing only, so a small minimum number of
+# boxes suffices and keeps the grid of a small group cheap.
 N_INTERP = 5
 MIN_BOXES = 8
-BOXES_PER_UNIT = 1.25
+BOXES_PER_UNIT = {1: 1.25, 2: 0.8}
 # Most nodes per dimension, so that a wildly spread embedding (a bad step, an unusual
 # layout) loses accuracy instead of exhausting memory. In 2-D, 4096 nodes hold a span of
-# ~650 at full resolution (openTSNE spreads 10⁶ points over ~300) and peak near 2 GB.
+# ~1,000 at full resolution (openTSNE spreads 10⁶ points over ~300) and peak near 2 GB.
 MAX_NODES = {1: 1 << 22, 2: 4096}
 # Spread in tile order when the 2-D charge grid outgrows a core's L2 cache and there are
 # enough points for cache misses to matter.
@@ -87,7 +90,7 @@ def grid_shape(
     span: np.ndarray,
     n_interp: int = N_INTERP,
     min_boxes: int = MIN_BOXES,
-    boxes_per_unit: float = BOXES_PER_UNIT,
+    boxes_per_unit: float | None = None,
     max_nodes: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Node spacing, node count and padded half-length per dimension for a bounding box
@@ -107,6 +110,8 @@ def grid_shape(
         ``M ≥ n_nodes`` such that the circulant length ``2M`` is a fast FFT size.
     """
     span = np.asarray(span, dtype=np.float64)
+    if boxes_per_unit is None:
+        boxes_per_unit = BOXES_PER_UNIT[len(span)]
     p = n_interp
     cap = MAX_NODES[len(span)] if max_nodes is None else max_nodes
     nominal = 1.0 / (p * boxes_per_unit)
@@ -125,7 +130,7 @@ def grid_shape(
 
 
 def exact_is_faster(m: int, span, n_interp: int = N_INTERP, min_boxes: int = MIN_BOXES,
-                    boxes_per_unit: float = BOXES_PER_UNIT) -> bool:
+                    boxes_per_unit: float | None = None) -> bool:
     """Whether the exact O(m²) kernel beats this engine for m points over ``span`` (d,).
 
     A cost model fitted to ``benchmarks/bench_fft.py`` (one thread, kernel spectra
@@ -311,7 +316,7 @@ def repulsion_fft(
     Y: np.ndarray,
     n_interp: int = N_INTERP,
     min_boxes: int = MIN_BOXES,
-    boxes_per_unit: float = BOXES_PER_UNIT,
+    boxes_per_unit: float | None = None,
     max_nodes: int | None = None,
     workers: int = -1,
     timings: dict | None = None,
@@ -326,9 +331,10 @@ def repulsion_fft(
         Lagrange nodes per box and dimension (p); the interpolation has order p.
     min_boxes : int
         Least number of boxes per dimension.
-    boxes_per_unit : float
-        Boxes per unit of the bounding box's extent. The kernel varies on the unit scale,
-        so this and p set the accuracy; the FFT cost grows as its d-th power.
+    boxes_per_unit : float, optional
+        Boxes per unit of the bounding box's extent (default ``BOXES_PER_UNIT[d]``). The
+        kernel varies on the unit scale, so this and p set the accuracy; the FFT cost
+        grows as its d-th power.
     max_nodes : int, optional
         Most grid nodes per dimension (default ``MAX_NODES[d]``); past it the boxes
         widen and the accuracy drops, as the p-th power of the box width.
