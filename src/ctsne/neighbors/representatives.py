@@ -48,53 +48,62 @@ def representatives(codes: np.ndarray, own_idx: np.ndarray) -> np.ndarray:
     return rep | (listed.sum(axis=1) < REPS_PER_POINT)
 
 
+# Queries per parallel task of the candidates' pass: one candidate buffer per task.
+_BLOCK = 64
+
+
 @kernel(PARALLEL_FROM_CANDIDATES)
 def _from_reps(X, queries, own_idx, slot, rep_idx, k, out_idx, out_dist):
     nq = queries.shape[0]
     kr = rep_idx.shape[1]
     p = X.shape[1]
-    for q in numba.prange(nq):
-        x = queries[q]
-        cand = np.empty(REPS_PER_POINT * kr, dtype=np.int64)
-        d = np.empty(REPS_PER_POINT * kr)
-        m = 0
-        got = 0
-        for a in range(own_idx.shape[1]):
-            s = slot[own_idx[x, a]]
-            if s < 0:
-                continue
-            for b in range(kr):
-                j = rep_idx[s, b]
-                acc = 0.0
-                for f in range(p):
-                    z = X[x, f] - X[j, f]
-                    acc += z * z
-                cand[m] = j
-                d[m] = np.sqrt(acc)
-                m += 1
-            got += 1
-            if got == REPS_PER_POINT:
-                break
-        order = np.argsort(d[:m])
-        t = 0
-        for u in range(m):
-            j = cand[order[u]]
-            du = d[order[u]]
-            # the same point from two lists has the same distance: it sorts beside its twin
-            seen = False
-            v = t - 1
-            while v >= 0 and out_dist[q, v] == du:
-                if out_idx[q, v] == j:
-                    seen = True
+    for blk in numba.prange((nq + _BLOCK - 1) // _BLOCK):
+        # per task, not per query: an allocation per query cost as much as its distances
+        best_d = np.empty(k)
+        best_i = np.empty(k, dtype=np.int64)
+        for q in range(blk * _BLOCK, min(nq, (blk + 1) * _BLOCK)):
+            x = queries[q]
+            best_d[:] = np.inf
+            best_i[:] = x
+            got = 0
+            for a in range(own_idx.shape[1]):
+                s = slot[own_idx[x, a]]
+                if s < 0:
+                    continue
+                for b in range(kr):
+                    j = rep_idx[s, b]
+                    acc = 0.0
+                    for f in range(p):
+                        z = X[x, f] - X[j, f]
+                        acc += z * z
+                    du = np.sqrt(acc)
+                    if not du < best_d[k - 1]:
+                        continue
+                    # the same point from two lists has the same distance: it would sort
+                    # beside its twin, so only equal distances are checked for it
+                    seen = False
+                    for v in range(k):
+                        if best_d[v] == du and best_i[v] == j:
+                            seen = True
+                            break
+                        if best_d[v] > du:
+                            break
+                    if seen:
+                        continue
+                    # insertion keeps the list sorted; equal distances keep arrival order
+                    pos = k - 1
+                    while pos > 0 and best_d[pos - 1] > du:
+                        best_d[pos] = best_d[pos - 1]
+                        best_i[pos] = best_i[pos - 1]
+                        pos -= 1
+                    best_d[pos] = du
+                    best_i[pos] = j
+                got += 1
+                if got == REPS_PER_POINT:
                     break
-                v -= 1
-            if seen:
-                continue
-            out_idx[q, t] = j
-            out_dist[q, t] = du
-            t += 1
-            if t == k:
-                break
+            for t in range(k):
+                out_idx[q, t] = best_i[t]
+                out_dist[q, t] = best_d[t]
 
 
 def lists_from_representatives(X, queries, own_idx, rep, search, k):

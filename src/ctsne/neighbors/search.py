@@ -20,12 +20,12 @@ SEARCH_METHODS = ("auto", "exact", "approx")
 #                300k: > 130 s vs 75.8 s;  1M: ~830 s vs 270 s
 #   (recall of pynndescent at 150k and 300k: 1.0 on 2,000 queries against brute force)
 # scipy's cKDTree (ExactIndex) answers the same queries in about half the time
-# (benchmarks/bench_knn.py: 10 features, k = 91, 100k 6.5 s vs 11.4 s; 250k 37 s vs 72 s,
-# pynndescent 74 s).
+# (10 features, k = 91, 2026-11-24: 100k 6.5 s vs 11.4 s; 250k 37 s vs 72 s, where
+# pynndescent takes 74 s), which moves TREE_MAX_N from 200k to 400k.
 # The trees' cost grows about as n² here (the kNN radius shrinks slower than the tree helps).
 APPROX_ABOVE = 10_000
 TREE_DIMS = 15
-TREE_MAX_N = 200_000
+TREE_MAX_N = 400_000
 # Queries per search call: answers are filled chunk by chunk, since a single call's
 # (n, k + 1) int64 answer and the library's temporaries would take GBs at 10⁶ points.
 QUERY_CHUNK = 20_000
