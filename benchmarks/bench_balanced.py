@@ -10,7 +10,9 @@ the balanced P alone (:func:`ctsne.affinities.balanced.balanced_affinities`), an
 ``affinities="auto"`` (standard P, diagnostic, then the balanced P reusing the
 all-own-class standard lists). With ``--compare-trees`` the balanced P is also timed with
 the other-class searches in scikit-learn trees (``far_search="tree"``), as before the
-brute-force scan of far queries (same P).
+brute-force scan of far queries (same P). With ``--keep`` each size is also timed with
+labels unrelated to the data (``affinities="auto"`` keeps the standard P), alternating
+with the standard P ``--repeats`` times: the median ratio is auto's cost when it keeps it.
 Appends JSON lines to ``benchmarks/results.jsonl``.
 """
 
@@ -54,6 +56,9 @@ def main() -> None:
     ap.add_argument("--dims", type=int, default=10)
     ap.add_argument("--perplexity", type=float, default=30.0)
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--keep", action="store_true",
+                    help="also time auto against the standard P on labels it keeps")
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--compare-trees", action="store_true",
                     help="also time the balanced P with tree searches for far queries")
     args = ap.parse_args()
@@ -64,6 +69,27 @@ def main() -> None:
     balanced_affinities(Xw, np.arange(3000) % 40, args.perplexity)
     for n in args.n:
         rng = np.random.default_rng(0)
+        if args.keep:
+            X, _ = separated_data(n, 5, args.dims, rng)
+            mixed = rng.integers(0, 5, n)  # unrelated to the data: auto keeps the standard P
+            load_before = os.getloadavg()[0]
+            pairs = []
+            for _ in range(args.repeats):
+                _, t_std = timed(lambda: joint_affinities(X, args.perplexity))  # noqa: B023
+                got, t_auto = timed(lambda: input_affinities(  # noqa: B023
+                    X, args.perplexity, mixed, "auto"))  # noqa: B023
+                pairs.append((t_std, t_auto))
+            ratios = sorted(a / s for s, a in pairs)
+            row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+                   "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                   "load_1min_before": load_before, "case": f"auto-keeps-standard-{n}",
+                   "auto_mode": got.mode, "standard_s": [s for s, _ in pairs],
+                   "auto_s": [a for _, a in pairs],
+                   "median_auto_over_standard": ratios[len(ratios) // 2]}
+            print(json.dumps(row), flush=True)
+            if not args.no_record:
+                with open(HERE / "results.jsonl", "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
         for L in args.classes:
             X, codes = separated_data(n, L, args.dims, rng)
             load_before = os.getloadavg()[0]
