@@ -203,15 +203,19 @@ def test_bad_P_is_rejected(rng):
         exact_objective(np.eye(5) / 5, Y)
 
 
+@pytest.mark.parametrize("locality", [False, True])
 @pytest.mark.parametrize("single", [False, True])
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
-def test_attraction_matches_dense_sums(d, single, rng):
+def test_attraction_matches_dense_sums(d, single, locality, rng):
     """Attraction equals the dense ``Σ_j p_ij t_ij (y_i − y_j)`` and ``Σ p log t``; with
     float32 partner coordinates (used above 50k points) to the float32 rounding, and the
-    KL always in full precision."""
+    KL always in full precision; the same over P's copy in locality order (used above 50k
+    points), whose results come back in the points' order."""
     n = 300
     P = random_affinities(n, rng, density=0.05)
-    att = Attraction(sp.csr_matrix(P), single_precision=single)
+    att = Attraction(sp.csr_matrix(P), single_precision=single, locality=locality)
+    if locality:  # a real reordering, not the identity
+        assert not np.array_equal(att.order, np.arange(n))
     Y = rng.normal(scale=20.0, size=(n, d))
     diff = Y[:, None, :] - Y[None, :, :]
     T = 1.0 / (1.0 + (diff**2).sum(-1))
