@@ -11,7 +11,7 @@ from ctsne.affinities.cross_share import (
     choose_cross_share,
     counterpart_trust,
 )
-from ctsne.affinities.mixing import point_cross_ratio
+from ctsne.affinities.mixing import point_cross_ratio, table_mixing
 from ctsne.affinities.modes import input_affinities
 from ctsne.affinities.standard import joint_affinities, standard_conditional
 
@@ -119,6 +119,29 @@ def test_already_mixed_prior_keeps_the_standard_p_bit_for_bit(rng):
     assert got.mode == "standard" and (got.P != ref).nnz == 0
     share = got.cross_share
     assert share.mode == "standard" and np.all(share.class_standard >= share.class_target)
+
+
+def test_no_trust_measured_where_no_target_can_ask_for_more(rng, monkeypatch):
+    """Where every class's standard share reaches half its random level, the rule keeps
+    the standard P whatever the trust (τ ≤ 1), so "auto" skips measuring it."""
+    import ctsne.affinities.modes as modes
+
+    X, _, _ = _copies(rng, 200, 0.0)
+    labels = rng.integers(0, 3, len(X))  # unrelated to the data
+    table = standard_conditional(X, 10.0, neighbors="exact")
+    mixing = table_mixing(table.idx, table.cond, labels)
+    assert np.all(mixing.class_cross >= 0.5 * mixing.class_expected)
+    measured = choose_cross_share(mixing.class_expected, mixing.class_cross,
+                                  counterpart_trust(X, labels))
+    assert measured.mode == "standard"
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the counterpart trust was measured")
+
+    monkeypatch.setattr(modes, "counterpart_trust", fail)
+    got = input_affinities(X, 10.0, labels, "auto", neighbors="exact")
+    assert got.mode == "standard"
+    assert (got.P != joint_affinities(X, 10.0, neighbors="exact")).nnz == 0
 
 
 # a mild batch that pulls ~90 % of the points (the rule's first version kept the standard

@@ -259,16 +259,20 @@ def pulled_share(point_ratio: np.ndarray) -> float:
 def already_mixed(standard: PriorMixing, point_ratio: np.ndarray) -> CrossShare | None:
     """The standard P's choice when no search is needed, else None.
 
-    No search is needed when every class already reaches its random level in the
-    standard P (no target can ask for more).
+    No search is needed when every class already reaches :data:`SHARE_OF_RANDOM` of its
+    random level in the standard P: no target can ask for more (the trust is at most 1),
+    so :func:`choose_cross_share` would keep the standard P whatever the counterpart
+    trust, which is then not measured. ``class_target`` records that largest target.
     """
     c, e = standard.class_cross, standard.class_expected
-    if not np.all(c >= e):
+    bound = SHARE_OF_RANDOM * e
+    if not np.all(c >= bound):
         return None
     nan = np.full(len(c), float("nan"))
-    return CrossShare("standard", "the standard P already reaches the random level in "
-                      "every class", c, nan, c, e, nan, float("nan"), float("nan"),
-                      float("nan"), pulled_share(point_ratio))
+    return CrossShare("standard", "the standard P already reaches, in every class, "
+                      f"{SHARE_OF_RANDOM:g} of the random level: the largest target share "
+                      "(counterpart trust not needed)", c, bound, c, e, nan, float("nan"),
+                      float("nan"), float("nan"), pulled_share(point_ratio))
 
 
 def choose_cross_share(expected: np.ndarray, standard: np.ndarray | None, trust,

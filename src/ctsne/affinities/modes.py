@@ -1,11 +1,11 @@
 """Which input affinities a fit uses: standard, label-balanced or revised, and "auto".
 
 ``affinities="auto"`` builds the standard P and measures how much of its mass lies across
-prior classes (:mod:`ctsne.affinities.mixing`). Unless that reaches the random level in
-every class, it searches each point's own-class and other-class neighbours (reusing the
-standard lists that are already all own-class), measures how far the other classes hold
-counterparts, and chooses each class's cross-class share by the rule of
-:mod:`ctsne.affinities.cross_share`: the label-balanced P
+prior classes (:mod:`ctsne.affinities.mixing`). Unless that reaches half the random level
+in every class (as much as any target share asks), it searches each point's own-class
+and other-class neighbours (reusing the standard lists that are already all own-class),
+measures how far the other classes hold counterparts, and chooses each class's
+cross-class share by the rule of :mod:`ctsne.affinities.cross_share`: the label-balanced P
 (:mod:`ctsne.affinities.balanced`) with those shares, or the standard P, bit for bit the
 P of ``affinities="standard"``, where the prior is already mixed in it.
 ``affinities="balanced"`` without ``within_weight`` takes its shares from the same rule.
