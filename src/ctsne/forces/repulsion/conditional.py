@@ -299,11 +299,12 @@ class ConditionalRepulsion:
                     a, b = plan.large_starts[g], plan.large_starts[g + 1]
                     Yg = Ys[a:b]
                     engine, params = self._engine_for(planned, ratio, theta)
+                    span = _span(Yg) if engine in ("bh|fft", "fft") else None
                     if engine == "bh|fft":
-                        cheaper = fft_is_cheaper(b - a, _span(Yg), params["theta"])
+                        cheaper = fft_is_cheaper(b - a, span, params["theta"])
                         engine = "fft" if cheaper else "bh"
                         params = self.engine_params.get("fft", {}) if cheaper else params
-                    if engine == "fft" and _fft_exact_is_faster(b - a, _span(Yg), params):
+                    if engine == "fft" and _fft_exact_is_faster(b - a, span, params):
                         engine = "exact"
                         Fs[a:b], Zg = repulsion_exact_groups(Yg, np.array([0, b - a]))
                     else:
