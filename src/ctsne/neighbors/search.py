@@ -52,7 +52,6 @@ class ExactIndex:
     """
 
     def __init__(self, data: np.ndarray, metric: str = "euclidean", n_jobs: int | None = None):
-        self.n = data.shape[0]
         self._jobs = -1 if n_jobs is None or n_jobs < 0 else max(1, int(n_jobs))
         if metric == "euclidean" and data.shape[1] <= TREE_DIMS:
             from scipy.spatial import cKDTree
