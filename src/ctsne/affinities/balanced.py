@@ -155,14 +155,16 @@ class BalancedLists:
 
 def balanced_lists(X, codes, perplexity, neighbors="auto", metric="euclidean",
                    random_state=None, n_jobs=None, known=None,
-                   far_search="scan") -> BalancedLists:
+                   far_search="scan", own=None) -> BalancedLists:
     """Each point's own-class and other-class neighbour lists (the searches of
-    :func:`balanced_affinities`); parameters as there."""
+    :func:`balanced_affinities`); parameters as there, and ``own``: the own-class lists
+    (idx, dist) (n, k), already found (:mod:`ctsne.neighbors.own_first`)."""
     codes = np.asarray(codes, dtype=np.int64)
     k = n_neighbors_for(perplexity, len(codes))
     search = {"method": neighbors, "metric": metric, "random_state": random_state,
               "n_jobs": n_jobs}
-    own_idx, own_dist = own_class_neighbors(X, codes, k, known=known, **search)
+    own_idx, own_dist = own if own is not None else own_class_neighbors(
+        X, codes, k, known=known, **search)
     L = int(codes.max()) + 1
     if L - 1 > PER_CLASS_UP_TO:
         o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,

@@ -50,9 +50,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
+from .._parallel import kernel
 from .balanced import PER_CLASS_UP_TO
+from .calibration import PARALLEL_FROM_ENTRIES  # one threshold for all (n, k)-like passes
 from .mixing import PriorMixing
 
 __all__ = ["K_MUTUAL", "MIN_SHARE", "POINT_RATIO_ABOVE", "SHARE_OF_RANDOM",
@@ -95,6 +98,42 @@ SHARE_OF_RANDOM = 0.5
 MIN_SHARE = 0.05
 
 
+@kernel(PARALLEL_FROM_ENTRIES)
+def _smallest(d2, k, skip, out):
+    # each row's k smallest columns (a sorted insertion: most entries fail the first test,
+    # which is why this beats np.argpartition); equal values stay in column order, so
+    # duplicated points are paired the same way on every machine; with ``skip`` the
+    # diagonal (a point itself) is left out
+    n, m = d2.shape
+    for i in numba.prange(n):
+        best_d = np.full(k, np.inf)
+        best_i = np.zeros(k, dtype=np.int64)
+        for j in range(m):
+            v = d2[i, j]
+            if (skip and j == i) or not v < best_d[k - 1]:
+                continue
+            pos = k - 1
+            while pos > 0 and best_d[pos - 1] > v:
+                best_d[pos] = best_d[pos - 1]
+                best_i[pos] = best_i[pos - 1]
+                pos -= 1
+            best_d[pos] = v
+            best_i[pos] = j
+        out[i] = best_i
+
+
+def _squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """All squared Euclidean distances between the rows of A and those of B (BLAS)."""
+    return (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
+            - 2.0 * A @ B.T)
+
+
+def _nearest(d2: np.ndarray, k: int, same: bool) -> np.ndarray:
+    out = np.empty((d2.shape[0], k), dtype=np.int64)
+    _smallest(np.ascontiguousarray(d2), k, same, out, work=d2.size)
+    return out
+
+
 def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
     """Indices (into B) of each row of A's k nearest rows of B (Euclidean, exact); with
     ``same`` A is B and a row is not its own neighbour. Rows in chunks of
@@ -102,16 +141,22 @@ def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
     k = min(k, B.shape[0] - (1 if same else 0))
     if k <= 0:
         return np.empty((len(A), 0), dtype=np.int64)
-    bb = np.einsum("ij,ij->i", B, B)
     out = np.empty((len(A), k), dtype=np.int64)
     for start in range(0, len(A), _ROWS):
-        a = A[start:start + _ROWS]
-        d2 = np.einsum("ij,ij->i", a, a)[:, None] + bb[None, :] - 2.0 * a @ B.T
-        if same:
-            rows = np.arange(len(a))
+        d2 = _squared_distances(A[start:start + _ROWS], B)
+        if same:  # the chunk's diagonal lies at columns start + row
+            rows = np.arange(len(d2))
             d2[rows, start + rows] = np.inf
-        out[start:start + len(a)] = np.argpartition(d2, k - 1, axis=1)[:, :k]
+        out[start:start + len(d2)] = _nearest(d2, k, False)
     return out
+
+
+def _knn_both(A: np.ndarray, B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_knn_sets` from A to B and from B to A, from one distance matrix."""
+    if len(A) * len(B) > _ROWS * POOLED_SAMPLE:  # larger than a chunk: twice, in chunks
+        return _knn_sets(A, B, k, False), _knn_sets(B, A, k, False)
+    d2 = _squared_distances(A, B)
+    return _nearest(d2, min(k, len(B)), False), _nearest(d2.T, min(k, len(A)), False)
 
 
 def _mutual_fraction(ab: np.ndarray, ba: np.ndarray) -> float:
@@ -167,15 +212,14 @@ def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
         Z = X[rows]
         Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
         parts.append(Z - Z.mean(axis=0))
-    own = np.array([_mutual_fraction(_knn_sets(Z, Z, k, True), _knn_sets(Z, Z, k, True))
-                    if len(Z) > 1 else np.nan for Z in parts])
+    own_sets = [_knn_sets(Z, Z, k, True) if len(Z) > 1 else None for Z in parts]
+    own = np.array([np.nan if s is None else _mutual_fraction(s, s) for s in own_sets])
     cross = np.full(L, np.nan)
     if L - 1 <= PER_CLASS_UP_TO:
         pair = np.full((L, L), np.nan)
         for a in range(L):
             for b in range(a + 1, L):
-                ab = _knn_sets(parts[a], parts[b], k, False)
-                ba = _knn_sets(parts[b], parts[a], k, False)
+                ab, ba = _knn_both(parts[a], parts[b], k)
                 pair[a, b] = _mutual_fraction(ab, ba)
                 pair[b, a] = _mutual_fraction(ba, ab)
         cross = np.nanmean(np.where(np.eye(L, dtype=bool), np.nan, pair), axis=1)

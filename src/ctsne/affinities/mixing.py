@@ -16,6 +16,9 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .._parallel import kernel
+from .calibration import PARALLEL_FROM_ENTRIES  # one threshold for all (n, k)-like passes
+
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "labelled_mixing",
            "labelled_table", "point_cross_ratio", "prior_mixing", "table_mixing"]
 
@@ -98,17 +101,19 @@ class PriorMixing:
                 f"{worst}: {self.class_ratio[worst]:.3f})")
 
 
-@numba.njit(cache=True)
-def _row_cross(indptr, indices, data, codes, n_classes):
-    mass = np.zeros(n_classes)
-    cross = np.zeros(n_classes)
-    for i in range(indptr.shape[0] - 1):
+@kernel(PARALLEL_FROM_ENTRIES)
+def _row_cross(indptr, indices, data, codes, mass, cross):
+    # per row (in parallel, each row summed in order); the classes' totals in numpy
+    for i in numba.prange(indptr.shape[0] - 1):
         c = codes[i]
+        m = 0.0
+        x = 0.0
         for e in range(indptr[i], indptr[i + 1]):
-            mass[c] += data[e]
+            m += data[e]
             if codes[indices[e]] != c:
-                cross[c] += data[e]
-    return mass, cross
+                x += data[e]
+        mass[i] = m
+        cross[i] = x
 
 
 @numba.njit(cache=True)
@@ -145,8 +150,11 @@ def prior_mixing(P: sp.spmatrix, codes: np.ndarray) -> PriorMixing:
     if codes.shape != (n,):
         raise ValueError(f"codes must have one class per row of P ({n}), got {codes.shape}")
     sizes = np.bincount(codes)
-    mass, cross = _row_cross(P.indptr, P.indices, P.data.astype(np.float64), codes,
-                             len(sizes))
+    row_mass, row_cross = np.empty(n), np.empty(n)
+    _row_cross(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), codes, row_mass,
+               row_cross, work=P.nnz)
+    mass = np.bincount(codes, weights=row_mass, minlength=len(sizes))
+    cross = np.bincount(codes, weights=row_cross, minlength=len(sizes))
     return _summarise(mass, cross, sizes, n)
 
 

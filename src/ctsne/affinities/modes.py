@@ -3,7 +3,9 @@
 ``affinities="auto"`` builds the standard P and measures how much of its mass lies across
 prior classes (:mod:`ctsne.affinities.mixing`). Unless that reaches half the random level
 in every class (as much as any target share asks), it searches each point's own-class
-and other-class neighbours (reusing the standard lists that are already all own-class),
+and other-class neighbours (reusing the standard lists that are already all own-class;
+above :data:`ctsne.neighbors.own_first.OWN_FIRST_FROM` points, where a probe finds the
+classes apart, the other way round: the standard lists come from the own-class searches),
 measures how far the other classes hold counterparts, and chooses each class's
 cross-class share by the rule of :mod:`ctsne.affinities.cross_share`: the label-balanced P
 (:mod:`ctsne.affinities.balanced`) with those shares, or the standard P, bit for bit the
@@ -20,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..checks import to_safe_scale
+from ..neighbors.own_first import standard_through_classes
 from .balanced import balanced_affinities, balanced_from_lists, balanced_lists, revised_affinities
 from .cross_share import (
     CrossShare,
@@ -29,6 +32,7 @@ from .cross_share import (
     pulled_share,
 )
 from .mixing import PriorMixing, labelled_table, point_cross_ratio, prior_mixing, table_mixing
+from .options import n_neighbors_for
 from .standard import standard_conditional
 
 __all__ = ["Affinities", "given_affinities", "input_affinities", "warn_if_separated"]
@@ -117,10 +121,17 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         return Affinities(P, "balanced", prior_mixing(P, classes), cross_share=choice)
 
     auto = affinities == "auto"
+    # where the prior separates the data, the standard lists come from the own-class
+    # searches (the same lists, in less time), which the balanced P then reuses whole
+    through = None
+    if auto and not trivial:
+        through = standard_through_classes(X, classes, n_neighbors_for(perplexity, len(X)),
+                                           neighbors, metric, n_jobs, progress)
     # the standard P's table (joint_affinities' P, bit for bit); "auto" with a prior keeps
     # the distances, for the balanced P to reuse the lists
     table = standard_conditional(X, perplexity, progress=progress,
-                                 keep_distances=auto and not trivial, **search)
+                                 keep_distances=auto and not trivial,
+                                 lists=None if through is None else through[:2], **search)
     if trivial:
         return Affinities(table.joint(), "standard", None)
     mixing = table_mixing(table.idx, table.cond, classes)
@@ -151,11 +162,14 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
             own, weights=np.bincount(sub_codes))))
         full[levels] = own
         own = full
-    # rows whose standard list is all own-class need no new search
-    mask = np.all(classes[table.idx] == classes[:, None], axis=1)
-    known = (table.idx, table.dist, mask)
-    lists = balanced_lists(X, classes, perplexity, known=known, **search)
-    del known, mask
+    if through is not None:
+        lists = balanced_lists(X, classes, perplexity, own=through[2:], **search)
+    else:  # rows whose standard list is all own-class need no new search
+        mask = np.all(classes[table.idx] == classes[:, None], axis=1)
+        lists = balanced_lists(X, classes, perplexity, known=(table.idx, table.dist, mask),
+                               **search)
+        del mask
+    del through
     if within_weight is not None:  # the user's own-class share replaces the rule's
         choice.class_share = np.full(len(choice.class_share), 1.0 - float(within_weight))
         choice.reason += f"; own-class share {float(within_weight):g} as given (within_weight)"

@@ -62,6 +62,7 @@ def standard_conditional(
     n_jobs: int | None = None,
     progress=None,
     keep_distances: bool = False,
+    lists: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ConditionalTable:
     """The standard P's neighbours, calibrated to ``perplexity`` row by row.
 
@@ -76,6 +77,9 @@ def standard_conditional(
     keep_distances : bool
         Keep the neighbours' distances besides ``p_{j|i}`` (for a search that reuses the
         lists); otherwise they are calibrated in place, saving an (n, k) table.
+    lists : tuple (idx, dist), optional
+        The search's answer, found otherwise
+        (:func:`ctsne.neighbors.own_first.standard_through_classes`); not searched again.
 
     Returns
     -------
@@ -83,8 +87,9 @@ def standard_conditional(
         Its :meth:`~ConditionalTable.joint` is the standard P.
     """
     k = n_neighbors_for(perplexity, X.shape[0])
-    idx, dist = nearest_neighbors(X, k, method=neighbors, metric=metric,
-                                  random_state=random_state, n_jobs=n_jobs, progress=progress)
+    idx, dist = lists if lists is not None else nearest_neighbors(
+        X, k, method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs,
+        progress=progress)
     warn_ties(dist, perplexity, X, idx)
     cond = calibrate(dist, perplexity, out=None if keep_distances else dist)
     return ConditionalTable(idx, cond, dist if keep_distances else None)
