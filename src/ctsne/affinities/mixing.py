@@ -247,14 +247,21 @@ def point_cross_ratio(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> n
     sizes = np.bincount(codes)
     expected = 1.0 - (sizes - 1) / max(len(codes) - 1, 1)
     out = np.empty(len(codes))
-    step = 100_000  # rows per chunk: the mask below is chunk × k booleans
-    for start in range(0, len(codes), step):
-        r = slice(start, start + step)
-        c = np.asarray(cond[r], dtype=np.float64)
-        across = np.where(codes[np.asarray(idx[r])] != codes[r, None], c, 0.0).sum(axis=1)
-        total = c.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[r] = np.where(total > 0, across / np.where(total > 0, total, 1.0), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(expected[codes] > 0, out / np.where(expected[codes] > 0,
-                                                             expected[codes], 1.0), 1.0)
+    _point_cross(np.asarray(idx), np.asarray(cond, dtype=np.float64), codes, expected, out,
+                 work=np.size(idx))
+    return out
+
+
+@kernel(PARALLEL_FROM_ENTRIES)
+def _point_cross(idx, cond, codes, expected, out):
+    n, k = idx.shape
+    for i in numba.prange(n):
+        c = codes[i]
+        total = 0.0
+        across = 0.0
+        for a in range(k):
+            total += cond[i, a]
+            if codes[idx[i, a]] != c:
+                across += cond[i, a]
+        share = across / total if total > 0.0 else 0.0
+        out[i] = share / expected[c] if expected[c] > 0.0 else 1.0
