@@ -30,6 +30,7 @@ from .search import (
     KD_LEAF_SIZE,
     QUERY_CHUNK,
     TREE_DIMS,
+    TREE_MAX_N,
     ExactIndex,
     drop_self,
     is_exact_search,
@@ -63,15 +64,18 @@ def use_own_first(n: int, p: int, k: int, codes: np.ndarray, method: str,
                   metric: str) -> bool:
     """Whether the standard lists may be found class by class (before the probe).
 
-    The standard search must be the exact k-d tree (Euclidean, at most ``TREE_DIMS``
-    features, :func:`ctsne.neighbors.search.is_exact_search`), so that both orders give
-    the same lists, and every class must hold more than k points.
+    Euclidean data in at most ``TREE_DIMS`` features, every class holding more than k + 1
+    points. Where the standard search is the exact k-d tree
+    (:func:`ctsne.neighbors.search.is_exact_search`) both orders give the same lists;
+    above ``TREE_MAX_N`` points, where it would be approximate (pynndescent), the order
+    is used with ``method="auto"`` when every class fits a tree (at most ``TREE_MAX_N``
+    points): the lists are then exact, and found faster than the approximate ones.
     """
     if n < OWN_FIRST_FROM or metric != "euclidean" or p > TREE_DIMS:
         return False
-    if not is_exact_search(n, p, method):
-        return False
     sizes = np.bincount(codes)
+    if not is_exact_search(n, p, method) and (method != "auto" or sizes.max() > TREE_MAX_N):
+        return False  # asked for approximate lists, or a class too large for its tree
     return bool(len(sizes) <= OWN_FIRST_CLASSES_UP_TO and sizes.min() > k + 1)
 
 
