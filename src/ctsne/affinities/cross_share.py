@@ -103,23 +103,25 @@ def _smallest(d2, k, skip, out):
     # each row's k smallest columns (a sorted insertion: most entries fail the first test,
     # which is why this beats np.argpartition); equal values stay in column order, so
     # duplicated points are paired the same way on every machine; with ``skip`` the
-    # diagonal (a point itself) is left out
+    # diagonal (a point itself) is left out. Plain loops only: array expressions would
+    # pull numba's broadcasting into the compile (seconds, on a first run).
     n, m = d2.shape
     for i in numba.prange(n):
-        best_d = np.full(k, np.inf)
-        best_i = np.zeros(k, dtype=np.int64)
+        best = np.empty(k)
+        for a in range(k):
+            best[a] = np.inf
+            out[i, a] = 0
         for j in range(m):
             v = d2[i, j]
-            if (skip and j == i) or not v < best_d[k - 1]:
+            if (skip and j == i) or not v < best[k - 1]:
                 continue
             pos = k - 1
-            while pos > 0 and best_d[pos - 1] > v:
-                best_d[pos] = best_d[pos - 1]
-                best_i[pos] = best_i[pos - 1]
+            while pos > 0 and best[pos - 1] > v:
+                best[pos] = best[pos - 1]
+                out[i, pos] = out[i, pos - 1]
                 pos -= 1
-            best_d[pos] = v
-            best_i[pos] = j
-        out[i] = best_i
+            best[pos] = v
+            out[i, pos] = j
 
 
 def _squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -6,6 +6,8 @@
 - :mod:`~ctsne.neighbors.by_class`: lists drawn from a point's own class and from the other
   classes separately (what the label-balanced P needs).
 - :mod:`~ctsne.neighbors.representatives`: far lists shared through representatives.
+- :mod:`~ctsne.neighbors.own_first`: the standard lists found class by class where a prior
+  separates the data.
 
 Nothing here knows about t-SNE: any neighbour embedding can use these lists.
 """
