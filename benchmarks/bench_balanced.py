@@ -8,7 +8,9 @@ every class with a class-specific shift (a batch effect that separates the class
 in one run side by side: the standard P (:func:`ctsne.affinities.standard.joint_affinities`),
 the balanced P alone (:func:`ctsne.affinities.balanced.balanced_affinities`), and
 ``affinities="auto"`` (standard P, diagnostic, then the balanced P reusing the
-all-own-class standard lists). With ``--compare-trees`` the balanced P is also timed with
+all-own-class standard lists, or finding the standard lists class by class), in
+``--switch-repeats`` rounds of the three (medians and per-round ratios recorded). With
+``--compare-trees`` the balanced P is also timed with
 the other-class searches in scikit-learn trees (``far_search="tree"``), as before the
 brute-force scan of far queries (same P). With ``--keep`` each size is also timed with
 labels unrelated to the data (``affinities="auto"`` keeps the standard P), alternating
@@ -59,6 +61,8 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true",
                     help="also time auto against the standard P on labels it keeps")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--switch-repeats", type=int, default=3,
+                    help="rounds of standard, balanced and auto on the separating prior")
     ap.add_argument("--compare-trees", action="store_true",
                     help="also time the balanced P with tree searches for far queries")
     args = ap.parse_args()
@@ -93,9 +97,21 @@ def main() -> None:
         for L in args.classes:
             X, codes = separated_data(n, L, args.dims, rng)
             load_before = os.getloadavg()[0]
-            _, t_std = timed(lambda: joint_affinities(X, args.perplexity))  # noqa: B023
-            P_bal, t_bal = timed(lambda: balanced_affinities(X, codes, args.perplexity))  # noqa: B023
-            got, t_auto = timed(lambda: input_affinities(X, args.perplexity, codes, "auto"))  # noqa: B023
+            # rounds of the three, one after the other: the ratios within a round are what
+            # a noisy shared machine leaves comparable; the medians are recorded
+            rounds = []
+            for _ in range(args.switch_repeats):
+                _, t_std = timed(lambda: joint_affinities(X, args.perplexity))  # noqa: B023
+                P_bal, t_bal = timed(lambda: balanced_affinities(  # noqa: B023
+                    X, codes, args.perplexity))  # noqa: B023
+                got, t_auto = timed(lambda: input_affinities(  # noqa: B023
+                    X, args.perplexity, codes, "auto"))  # noqa: B023
+                rounds.append((t_std, t_bal, t_auto))
+            t_std, t_bal, t_auto = (float(np.median(c)) for c in zip(*rounds, strict=True))
+            median_ratio = {
+                "median_balanced_over_standard": float(np.median([b / s for s, b, _ in rounds])),
+                "median_auto_over_balanced": float(np.median([a / b for _, b, a in rounds])),
+                "median_auto_over_standard": float(np.median([a / s for s, _, a in rounds]))}
             extra = {}
             if args.compare_trees:
                 P_tree, t_tree = timed(lambda: balanced_affinities(
@@ -111,7 +127,8 @@ def main() -> None:
                    "standard_cross": got.standard_mixing.cross if got.standard_mixing
                    else got.mixing.cross,
                    "balanced_over_standard": t_bal / t_std,
-                   "auto_over_standard": t_auto / t_std, **extra}
+                   "auto_over_standard": t_auto / t_std,
+                   "rounds_s": [list(r) for r in rounds], **median_ratio, **extra}
             print(json.dumps(row), flush=True)
             if not args.no_record:
                 with open(HERE / "results.jsonl", "a") as fh:

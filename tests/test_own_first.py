@@ -101,3 +101,26 @@ def test_the_order_needs_an_exact_tree_and_large_classes(monkeypatch, rng):
                                        "euclidean")
     assert not own_first.use_own_first(2000, 5, 30, np.minimum(codes, 2), "approx",
                                        "euclidean")
+
+
+def test_conditional_umap_builds_the_same_graph_in_either_order(rng, monkeypatch):
+    from ctsne import ConditionalUMAP
+
+    X, codes = _classes(rng, 3000, 3, 40.0)
+
+    def fitted():
+        return ConditionalUMAP(n_neighbors=15, n_epochs=2, random_state=0,
+                               n_jobs=1).fit(X, codes)
+
+    before = fitted()
+    calls = []
+    real = own_first.own_first_lists
+    monkeypatch.setattr(own_first, "OWN_FIRST_FROM", 1000)
+    monkeypatch.setattr(own_first, "own_first_lists",
+                        lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    after = fitted()
+    assert calls == [1] and after.affinities_ == before.affinities_ == "balanced"
+    for G in (before.graph_, after.graph_):
+        G.sort_indices()
+    np.testing.assert_array_equal(after.graph_.indices, before.graph_.indices)
+    np.testing.assert_array_equal(after.graph_.data, before.graph_.data)
