@@ -144,10 +144,12 @@ def own_first_lists(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | None
     trees = _trees(X, codes)
     for c, tree in enumerate(trees):
         rows = np.flatnonzero(codes == c)
+        order = np.asarray(tree.indices)  # the class in its tree's order (ExactIndex.order)
         for start in range(0, len(rows), QUERY_CHUNK):
-            part = rows[start:start + QUERY_CHUNK]
+            local = order[start:start + QUERY_CHUNK]
+            part = rows[local]
             d, i = tree.query(X[part], k=[*range(1, k + 2)], workers=jobs)
-            i, d = drop_self(i, d, np.arange(start, start + len(part)), k)
+            i, d = drop_self(i, d, local, k)
             own_idx[part], own_dist[part] = rows[i], d
     if progress is not None:
         progress(n // 2, n)
@@ -160,6 +162,7 @@ def own_first_lists(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | None
     again = np.flatnonzero(near)
     if len(again):
         index = ExactIndex(X, "euclidean", n_jobs)
+        again = index.order[near[index.order]]  # in the tree's order (ExactIndex.order)
         for start in range(0, len(again), QUERY_CHUNK):
             part = again[start:start + QUERY_CHUNK]
             d, i = index.query(X[part], k + 1)

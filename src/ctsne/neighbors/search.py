@@ -49,6 +49,16 @@ class ExactIndex:
     metric : str
     n_jobs : int or None
         Threads per query call (None or negative: all).
+
+    Attributes
+    ----------
+    order : ndarray of int (n,)
+        The points in the tree's own order (its leaves one after the other). Asking for
+        the indexed points themselves in this order keeps each chunk's queries near each
+        other, so they walk the same nodes while those are in the cache; the answers do
+        not depend on the order (10 features, k = 92, 2 threads: 200,000 points 6.7 s in
+        the data's order, 3.9 s in the tree's; 250,000 paper-style points 74.3 s and
+        28.6 s).
     """
 
     def __init__(self, data: np.ndarray, metric: str = "euclidean", n_jobs: int | None = None):
@@ -58,11 +68,13 @@ class ExactIndex:
 
             self._kd = cKDTree(np.ascontiguousarray(data, dtype=np.float64), leafsize=KD_LEAF_SIZE)
             self._nn = None
+            self.order = np.asarray(self._kd.indices)
         else:
             from sklearn.neighbors import NearestNeighbors
 
             self._kd = None
             self._nn = NearestNeighbors(metric=metric, n_jobs=self._jobs).fit(data)
+            self.order = np.arange(len(data))
 
     def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest points to each row of ``Q``, nearest first.
@@ -171,8 +183,9 @@ def nearest_neighbors(
         dist = np.empty((n, k))
         for start in range(0, n, chunk):
             stop = min(n, start + chunk)
-            d, i = nn.query(X[start:stop], k + 1)
-            idx[start:stop], dist[start:stop] = drop_self(i, d, np.arange(start, stop), k)
+            rows = nn.order[start:stop]  # near each other: see ExactIndex.order
+            d, i = nn.query(X[rows], k + 1)
+            idx[rows], dist[rows] = drop_self(i, d, rows, k)
             if progress is not None:
                 progress(stop, n)
         return idx, dist
