@@ -25,6 +25,21 @@ def test_exact_neighbours_match_brute_force(rng):
     np.testing.assert_allclose(dist, np.sort(D, axis=1)[:, :7], rtol=1e-10)
 
 
+def test_exact_neighbours_in_the_trees_order_land_in_their_rows(rng, monkeypatch):
+    # the queries run in the k-d tree's order, chunk by chunk; each answer must come back
+    # to its own row, with the point itself left out
+    from ctsne.neighbors import search
+
+    monkeypatch.setattr(search, "QUERY_CHUNK", 37)
+    X = rng.normal(size=(500, 3))
+    idx, dist = nearest_neighbors(X, 9, method="exact")
+    assert not np.array_equal(search.ExactIndex(X).order, np.arange(500))
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    np.fill_diagonal(D, np.inf)
+    np.testing.assert_array_equal(idx, np.argsort(D, axis=1)[:, :9])
+    np.testing.assert_allclose(dist, np.sort(D, axis=1)[:, :9], rtol=1e-12)
+
+
 def test_joint_affinities_symmetric_normalised(rng):
     X = rng.normal(size=(200, 3))
     P = joint_affinities(X, perplexity=10)
