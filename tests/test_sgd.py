@@ -400,7 +400,9 @@ def test_parallel_run_is_as_good():
     finally:
         numba.set_num_threads(before)
     assert neighborhood_preservation(X, Y, k=15) >= 0.21  # one thread: 0.225–0.243
-    assert knn_label_homogeneity(Y, blob, k=15) == 1.0
+    # two threads update without locks, so the layout differs from run to run (four
+    # runs: 1.0 each); an exact 1.0 would hinge on the threads' timing
+    assert knn_label_homogeneity(Y, blob, k=15) >= 0.99
 
 
 def test_independent_prior_stays_at_chance(one_thread):
