@@ -151,3 +151,15 @@ def test_transform_errors(blobs_map):
     plain = ConditionalTSNE(n_iter=0, early_exaggeration_iter=0, random_state=0).fit(X[:100])
     with pytest.raises(ValueError, match="fitted without a prior"):
         plain.transform(X[:5], batch[:5])
+
+
+def test_reference_neighbours_in_the_new_points_tree_order(rng):
+    # above QUERY_CHUNK // 4 new rows the queries run in a k-d tree's order over them;
+    # each answer must land in its own row (brute force as the reference)
+    from ctsne.estimator import placement
+
+    X_ref, X_new = rng.normal(size=(400, 3)), rng.normal(size=(3 * placement.QUERY_CHUNK, 3))
+    idx, dist = placement.reference_neighbors(X_ref, X_new, 6)
+    D = np.sqrt(((X_new[:, None] - X_ref[None]) ** 2).sum(-1))
+    np.testing.assert_array_equal(idx, np.argsort(D, axis=1)[:, :6])
+    np.testing.assert_allclose(dist, np.sort(D, axis=1)[:, :6], rtol=1e-12)

@@ -114,15 +114,21 @@ def reference_neighbors(X_ref: np.ndarray, X_new: np.ndarray, k: int, metric: st
 
     :class:`ctsne.neighbors.search.ExactIndex` (a k-d tree for Euclidean data of at most
     ``TREE_DIMS`` features; 3-4x faster than ``NearestNeighbors``' tree on the 10-feature
-    benchmark, BENCHMARKS.md, New points), queried in chunks of at most ``QUERY_CHUNK``.
+    benchmark, BENCHMARKS.md, New points), queried in chunks of at most ``QUERY_CHUNK``,
+    near new rows together (the order of a k-d tree over them, as the fit's own search
+    does; same answers: 100,000 new points into 200,000, 10 features, k = 91: 8.3–8.5 s
+    against 17.3–18.2 s in the given order; 10,000 into 100,000: 0.45 s against 0.47 s).
     """
-    from ..neighbors.search import ExactIndex
+    from ..neighbors.search import TREE_DIMS, ExactIndex
 
     index = ExactIndex(X_ref, metric, n_jobs)
+    order = np.arange(len(X_new))
+    if metric == "euclidean" and X_new.shape[1] <= TREE_DIMS and len(X_new) > QUERY_CHUNK // 4:
+        order = ExactIndex(X_new, metric, 1).order  # (a few rows: not worth a tree)
     idx = np.empty((len(X_new), k), dtype=np.int64)
     dist = np.empty((len(X_new), k))
     for start in range(0, len(X_new), QUERY_CHUNK):
-        rows = slice(start, min(len(X_new), start + QUERY_CHUNK))
+        rows = order[start:start + QUERY_CHUNK]
         dist[rows], idx[rows] = index.query(X_new[rows], k)
     return idx, dist
 
