@@ -246,22 +246,14 @@ def point_cross_ratio(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> n
     codes = np.asarray(codes, dtype=np.int64)
     sizes = np.bincount(codes)
     expected = 1.0 - (sizes - 1) / max(len(codes) - 1, 1)
-    out = np.empty(len(codes))
-    _point_cross(np.asarray(idx), np.asarray(cond, dtype=np.float64), codes, expected, out,
-                 work=np.size(idx))
-    return out
-
-
-@kernel(PARALLEL_FROM_ENTRIES)
-def _point_cross(idx, cond, codes, expected, out):
+    idx = np.ascontiguousarray(idx)
     n, k = idx.shape
-    for i in numba.prange(n):
-        c = codes[i]
-        total = 0.0
-        across = 0.0
-        for a in range(k):
-            total += cond[i, a]
-            if codes[idx[i, a]] != c:
-                across += cond[i, a]
-        share = across / total if total > 0.0 else 0.0
-        out[i] = share / expected[c] if expected[c] > 0.0 else 1.0
+    # the table is a CSR matrix whose rows all hold k entries: prior_mixing's row pass
+    indptr = np.arange(0, n * k + 1, k, dtype=idx.dtype)
+    total, across = np.empty(n), np.empty(n)
+    _row_cross(indptr, idx.ravel(), np.ascontiguousarray(cond, dtype=np.float64).ravel(),
+               codes, total, across, work=idx.size)
+    e = expected[codes]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total > 0, across / np.where(total > 0, total, 1.0), 0.0)
+        return np.where(e > 0, share / np.where(e > 0, e, 1.0), 1.0)

@@ -129,9 +129,9 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
                                            neighbors, metric, n_jobs, progress)
     # the standard P's table (joint_affinities' P, bit for bit); "auto" with a prior keeps
     # the distances, for the balanced P to reuse the lists
+    found = None if through is None else (through.idx, through.dist)
     table = standard_conditional(X, perplexity, progress=progress,
-                                 keep_distances=auto and not trivial,
-                                 lists=None if through is None else through[:2], **search)
+                                 keep_distances=auto and not trivial, lists=found, **search)
     if trivial:
         return Affinities(table.joint(), "standard", None)
     mixing = table_mixing(table.idx, table.cond, classes)
@@ -163,7 +163,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         full[levels] = own
         own = full
     if through is not None:
-        lists = balanced_lists(X, classes, perplexity, own=through[2:], **search)
+        lists = balanced_lists(X, classes, perplexity, own=(through.own_idx, through.own_dist),
+                               **search)
     else:  # rows whose standard list is all own-class need no new search
         mask = np.all(classes[table.idx] == classes[:, None], axis=1)
         lists = balanced_lists(X, classes, perplexity, known=(table.idx, table.dist, mask),

@@ -496,7 +496,7 @@ class ConditionalUMAP(GraphEmbedding):
             through = standard_through_classes(X, classes, self.n_neighbors - 1,
                                                search["neighbors"], search["metric"],
                                                search["n_jobs"])
-        idx, dist = through[:2] if through is not None else nearest_neighbors(
+        idx, dist = (through.idx, through.dist) if through is not None else nearest_neighbors(
             X, self.n_neighbors - 1, method=search["neighbors"], metric=search["metric"],
             random_state=search["random_state"], n_jobs=search["n_jobs"])
         G = fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
@@ -517,7 +517,8 @@ class ConditionalUMAP(GraphEmbedding):
             choice.class_share = np.full(len(choice.class_share), 1.0 - own)
             choice.reason += f"; own-class share {own:g} as given (within_weight)"
         if through is not None:
-            G = self._balanced(X, classes, search, None, own, own_lists=through[2:])
+            G = self._balanced(X, classes, search, None, own,
+                               own_lists=(through.own_idx, through.own_dist))
         else:  # rows whose list is all own-class need no new own-class search
             mask = np.all(classes[idx] == classes[:, None], axis=1)
             G = self._balanced(X, classes, search, (idx, dist, mask), own)

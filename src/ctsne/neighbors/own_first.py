@@ -24,20 +24,14 @@ point lies near another class and step 3 would repeat the standard search; a pro
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .search import (
-    KD_LEAF_SIZE,
-    QUERY_CHUNK,
-    TREE_DIMS,
-    TREE_MAX_N,
-    ExactIndex,
-    drop_self,
-    is_exact_search,
-)
+from .search import TREE_DIMS, TREE_MAX_N, ExactIndex, is_exact_search
 
 __all__ = ["OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", "OWN_FIRST_UP_TO", "PROBE_SAMPLE",
-           "near_other_share", "own_first_lists", "standard_through_classes",
+           "ClassLists", "near_other_share", "own_first_lists", "standard_through_classes",
            "use_own_first"]
 
 # Points from which the class-by-class order is considered. Measured (10 features, k = 91,
@@ -79,45 +73,56 @@ def use_own_first(n: int, p: int, k: int, codes: np.ndarray, method: str,
     return bool(len(sizes) <= OWN_FIRST_CLASSES_UP_TO and sizes.min() > k + 1)
 
 
-def _trees(X: np.ndarray, codes: np.ndarray) -> list:
-    from scipy.spatial import cKDTree
+def _class_indexes(X: np.ndarray, codes: np.ndarray,
+                   n_jobs: int | None) -> list[tuple[np.ndarray, ExactIndex]]:
+    """Each class's points and its k-d tree (:class:`ExactIndex`)."""
+    out = []
+    for c in range(int(codes.max()) + 1):
+        rows = np.flatnonzero(codes == c)
+        out.append((rows, ExactIndex(X[rows], "euclidean", n_jobs)))
+    return out
 
-    return [cKDTree(np.ascontiguousarray(X[codes == c], dtype=np.float64),
-                    leafsize=KD_LEAF_SIZE) for c in range(int(codes.max()) + 1)]
 
-
-def _near_other(trees: list, X: np.ndarray, codes: np.ndarray, rows: np.ndarray,
-                radius: np.ndarray, jobs: int) -> np.ndarray:
+def _near_other(indexes: list, X: np.ndarray, codes: np.ndarray, rows: np.ndarray,
+                radius: np.ndarray) -> np.ndarray:
     """Whether each of ``rows`` has a point of another class within its ``radius``."""
     near = np.zeros(len(rows), dtype=bool)
-    for m, tree in enumerate(trees):
+    for m, (_, index) in enumerate(indexes):
         ask = np.flatnonzero(codes[rows] != m)
         if len(ask):
-            count = tree.query_ball_point(X[rows[ask]], radius[ask] * (1.0 + _WIDEN),
-                                          return_length=True, workers=jobs)
-            near[ask] |= np.asarray(count) > 0
+            near[ask] |= index.count_within(X[rows[ask]], radius[ask] * (1.0 + _WIDEN)) > 0
     return near
 
 
 def near_other_share(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | None = None,
-                     sample: int = PROBE_SAMPLE, seed: int = 0) -> float:
+                     sample: int = PROBE_SAMPLE, seed: int = 0,
+                     indexes: list | None = None) -> float:
     """Share of ``sample`` points with a point of another class closer than their k-th
-    own-class neighbour (the points step 3 of the module note searches again)."""
-    jobs = -1 if n_jobs is None or n_jobs < 0 else max(1, int(n_jobs))
+    own-class neighbour (the points step 3 of the module note searches again);
+    ``indexes``: the classes' trees, where already built."""
     n = len(codes)
+    indexes = _class_indexes(X, codes, n_jobs) if indexes is None else indexes
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
-    trees = _trees(X, codes)
     radius = np.empty(len(rows))
-    for c, tree in enumerate(trees):
+    for c, (_, index) in enumerate(indexes):
         mine = np.flatnonzero(codes[rows] == c)
         if len(mine):
-            d, _ = tree.query(X[rows[mine]], k=[k + 1], workers=jobs)
-            radius[mine] = d[:, 0]
-    return float(_near_other(trees, X, codes, rows, radius, jobs).mean())
+            d, _ = index.query(X[rows[mine]], k + 1)
+            radius[mine] = d[:, -1]
+    return float(_near_other(indexes, X, codes, rows, radius).mean())
+
+
+class ClassLists(NamedTuple):
+    """The standard lists and the own-class lists of :func:`own_first_lists`."""
+
+    idx: np.ndarray
+    dist: np.ndarray
+    own_idx: np.ndarray
+    own_dist: np.ndarray
 
 
 def own_first_lists(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | None = None,
-                    progress=None):
+                    progress=None, indexes: list | None = None) -> ClassLists:
     """The standard lists and the own-class lists, class by class (module note).
 
     Parameters
@@ -129,57 +134,48 @@ def own_first_lists(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | None
     k : int
     n_jobs : int or None
     progress : callable(done, total), optional
+    indexes : list, optional
+        The classes' trees, where already built (by the probe).
 
     Returns
     -------
-    idx : ndarray of int32 (n, k), dist : ndarray (n, k)
-        What :func:`ctsne.neighbors.search.nearest_neighbors` returns for ``X``.
-    own_idx : ndarray of int64 (n, k), own_dist : ndarray (n, k)
-        Each point's k nearest points of its own class.
+    ClassLists
+        ``idx`` (int32 (n, k), int64 beyond 2³¹ points) and ``dist``: what
+        :func:`ctsne.neighbors.search.nearest_neighbors` returns for ``X``; ``own_idx``
+        (int64) and ``own_dist``: each point's k nearest points of its own class.
     """
-    jobs = -1 if n_jobs is None or n_jobs < 0 else max(1, int(n_jobs))
     n = len(codes)
     own_idx = np.empty((n, k), dtype=np.int64)
     own_dist = np.empty((n, k))
-    trees = _trees(X, codes)
-    for c, tree in enumerate(trees):
-        rows = np.flatnonzero(codes == c)
-        order = np.asarray(tree.indices)  # the class in its tree's order (ExactIndex.order)
-        for start in range(0, len(rows), QUERY_CHUNK):
-            local = order[start:start + QUERY_CHUNK]
-            part = rows[local]
-            d, i = tree.query(X[part], k=[*range(1, k + 2)], workers=jobs)
-            i, d = drop_self(i, d, local, k)
-            own_idx[part], own_dist[part] = rows[i], d
+    indexes = _class_indexes(X, codes, n_jobs) if indexes is None else indexes
+    for rows, index in indexes:
+        local_idx = np.empty((len(rows), k), dtype=np.int64)
+        local_dist = np.empty((len(rows), k))
+        index.neighbors_of(X[rows], index.order, k, local_idx, local_dist)
+        own_idx[rows], own_dist[rows] = rows[local_idx], local_dist
     if progress is not None:
         progress(n // 2, n)
-    everyone = np.arange(n)
-    near = _near_other(trees, X, codes, everyone, own_dist[:, -1], jobs)
-    del trees
+    near = _near_other(indexes, X, codes, np.arange(n), own_dist[:, -1])
     itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
     idx = own_idx.astype(itype)
     dist = own_dist.copy()
-    again = np.flatnonzero(near)
-    if len(again):
+    if near.any():
         index = ExactIndex(X, "euclidean", n_jobs)
-        again = index.order[near[index.order]]  # in the tree's order (ExactIndex.order)
-        for start in range(0, len(again), QUERY_CHUNK):
-            part = again[start:start + QUERY_CHUNK]
-            d, i = index.query(X[part], k + 1)
-            idx[part], dist[part] = drop_self(i, d, part, k)
+        index.neighbors_of(X, index.order[near[index.order]], k, idx, dist)
     if progress is not None:
         progress(n, n)
-    return idx, dist, own_idx, own_dist
+    return ClassLists(idx, dist, own_idx, own_dist)
 
 
 def standard_through_classes(X: np.ndarray, codes: np.ndarray, k: int, method: str = "auto",
                              metric: str = "euclidean", n_jobs: int | None = None,
-                             progress=None):
+                             progress=None) -> ClassLists | None:
     """:func:`own_first_lists` where :func:`use_own_first` and the probe choose that order,
     else None (the caller then runs the standard search)."""
     X = np.asarray(X)
     if not use_own_first(X.shape[0], X.shape[1], k, codes, method, metric):
         return None
-    if near_other_share(X, codes, k, n_jobs) > OWN_FIRST_UP_TO:
+    indexes = _class_indexes(X, codes, n_jobs)  # built once, for the probe and the lists
+    if near_other_share(X, codes, k, indexes=indexes) > OWN_FIRST_UP_TO:
         return None
-    return own_first_lists(X, codes, k, n_jobs, progress)
+    return own_first_lists(X, codes, k, n_jobs, progress, indexes)

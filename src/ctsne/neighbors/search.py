@@ -76,6 +76,30 @@ class ExactIndex:
             self._nn = NearestNeighbors(metric=metric, n_jobs=self._jobs).fit(data)
             self.order = np.arange(len(data))
 
+    def neighbors_of(self, X: np.ndarray, rows: np.ndarray, k: int, out_idx: np.ndarray,
+                     out_dist: np.ndarray, progress=None) -> None:
+        """The ``k`` nearest other indexed points of the indexed points ``rows``.
+
+        ``X`` is the indexed data; ``rows`` are asked in chunks of :data:`QUERY_CHUNK` in
+        the order given (pass a slice of :attr:`order` to keep chunks local), each point
+        left out of its own list (:func:`drop_self`). The answers go to
+        ``out_idx[rows]`` and ``out_dist[rows]``; ``progress(done, len(rows))`` after
+        each chunk.
+        """
+        for start in range(0, len(rows), QUERY_CHUNK):
+            part = rows[start:start + QUERY_CHUNK]
+            d, i = self.query(X[part], k + 1)
+            out_idx[part], out_dist[part] = drop_self(i, d, part, k)
+            if progress is not None:
+                progress(min(len(rows), start + QUERY_CHUNK), len(rows))
+
+    def count_within(self, Q: np.ndarray, radius: np.ndarray) -> np.ndarray:
+        """How many indexed points lie within ``radius`` (one per row) of each row of
+        ``Q`` (k-d tree only: Euclidean data in at most :data:`TREE_DIMS` features)."""
+        return np.asarray(self._kd.query_ball_point(
+            np.ascontiguousarray(Q, dtype=np.float64), radius, return_length=True,
+            workers=self._jobs))
+
     def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest points to each row of ``Q``, nearest first.
 
@@ -177,17 +201,10 @@ def nearest_neighbors(
     itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
     if is_exact_search(n, X.shape[1], method):
         nn = ExactIndex(X, metric, n_jobs)
-        chunk = max(1, min(n, QUERY_CHUNK))
-        # filled chunk by chunk (see QUERY_CHUNK), already without self
+        # filled chunk by chunk (see QUERY_CHUNK), near points together (ExactIndex.order)
         idx = np.empty((n, k), dtype=itype)
         dist = np.empty((n, k))
-        for start in range(0, n, chunk):
-            stop = min(n, start + chunk)
-            rows = nn.order[start:stop]  # near each other: see ExactIndex.order
-            d, i = nn.query(X[rows], k + 1)
-            idx[rows], dist[rows] = drop_self(i, d, rows, k)
-            if progress is not None:
-                progress(stop, n)
+        nn.neighbors_of(X, nn.order, k, idx, dist, progress)
         return idx, dist
     from pynndescent import NNDescent
 
