@@ -4,8 +4,9 @@
 prior classes (:mod:`ctsne.affinities.mixing`). Unless that reaches half the random level
 in every class (as much as any target share asks), it searches each point's own-class
 and other-class neighbours (reusing the standard lists that are already all own-class;
-above :data:`ctsne.neighbors.own_first.OWN_FIRST_FROM` points, where a probe finds the
-classes apart, the other way round: the standard lists come from the own-class searches),
+above :data:`ctsne.neighbors.own_first.OWN_FIRST_FROM` points, where the standard search
+would be approximate and a probe finds the classes apart, the other way round: exact
+standard lists from the own-class searches),
 measures how far the other classes hold counterparts, and chooses each class's
 cross-class share by the rule of :mod:`ctsne.affinities.cross_share`: the label-balanced P
 (:mod:`ctsne.affinities.balanced`) with those shares, or the standard P, bit for bit the

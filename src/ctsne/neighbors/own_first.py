@@ -13,12 +13,11 @@ its k nearest of its own class, so the standard lists can come from the own-clas
    points near another class) are searched over all points, exactly as the standard
    search does.
 
-Both steps give the standard search's lists (same neighbours, same distances; the order
-of exactly tied neighbours may differ), so the P does not depend on which order ran. The
-gain is the trees' cost: a query's cost grows with the points a tree holds (BENCHMARKS.md:
-200,000 points in 5 classes, 10 features, k = 91: 10.1 s for the standard search against
-4.4 s for the five class searches). Where the prior is mixed in the data, nearly every
-point lies near another class and step 3 would repeat the standard search; a probe on
+Both orders give the exact search's lists (same neighbours, same distances; the order of
+exactly tied neighbours may differ). The order is used where the standard search would be
+approximate (above ``TREE_MAX_N`` points): the class trees give exact lists there in less
+time than pynndescent (:data:`OWN_FIRST_FROM`). Where the prior is mixed in the data,
+nearly every point lies near another class and step 3 would repeat the standard search; a probe on
 :data:`PROBE_SAMPLE` points (:func:`near_other_share`) chooses the order first.
 """
 
@@ -34,11 +33,13 @@ __all__ = ["OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", "OWN_FIRST_UP_TO", "PROB
            "ClassLists", "near_other_share", "own_first_lists", "standard_through_classes",
            "use_own_first"]
 
-# Points from which the class-by-class order is considered. Measured (10 features, k = 91,
-# 5 shifted classes, 2 threads; standard search vs steps 1-3): 50,000 points 0.78 vs
-# 0.78 s, 100,000 1.88 vs 1.68 s, 200,000 7.8 vs 5.3 s. The probe (~0.15 s) pays from
-# about here.
-OWN_FIRST_FROM = 150_000
+# Points from which the class-by-class order is used: where the standard search is
+# approximate (pynndescent, above TREE_MAX_N), it gives exact lists in less time (1M points
+# in 5 classes: 110 s against ~190 s). Below, since the exact search asks its points in
+# the tree's order (ExactIndex.order), one tree over all points costs what the class trees
+# do (200,000 points in 5 classes, k = 91: "auto" 18.8 s either way; before that order,
+# 27.3 s against 18.6 s), so the probe would only add to it.
+OWN_FIRST_FROM = TREE_MAX_N + 1
 # Most classes for which it is: step 2 asks every other class's tree for every point
 # (100,000 points in 30 classes: 2.7 s against the standard search's 2.0 s).
 OWN_FIRST_CLASSES_UP_TO = 10
