@@ -98,6 +98,40 @@ def test_symmetrize_matches_scipy(n, k, rng):
     assert all(np.all(np.diff(P.indices[P.indptr[i]:P.indptr[i + 1]]) > 0) for i in range(n))
 
 
+@pytest.mark.parametrize("n, k", [(300, 20), (2500, 90)])
+def test_symmetrize_with_empty_slots_and_blocks_matches_scipy(n, k, rng):
+    """Rows as the label-balanced P gives them: blocks from several searches, empty slots
+    (the point itself, weight 0) at the end of some blocks, one-way and mutual entries;
+    the larger case runs the parallel passes (n·k above their threshold)."""
+    from ctsne.affinities.calibration import PARALLEL_FROM_ENTRIES
+    from ctsne.affinities.symmetry import symmetrize
+
+    codes = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, 3)) + 4.0 * codes[:, None]
+    idx, dist = nearest_neighbors(X, k // 2, method="exact")
+    # a second block: random points of other classes, some rows with empty slots
+    other = np.stack([rng.choice(np.setdiff1d(np.flatnonzero(codes != codes[i]), idx[i]),
+                                 k - k // 2, replace=False) for i in range(n)])
+    idx = np.hstack([idx, other]).astype(np.int32)
+    cond = rng.random((n, k))
+    empty = rng.random(n) < 0.2
+    idx[empty, -3:] = np.flatnonzero(empty)[:, None]
+    cond[empty, -3:] = 0.0
+    cond[rng.random(cond.shape) < 0.05] = 0.0
+    assert (n * k >= PARALLEL_FROM_ENTRIES) == (n > 1000)  # the parallel twins run at 2500
+    ref = _reference_symmetric(idx, cond)
+    P = symmetrize(idx.copy(), cond.copy())
+    np.testing.assert_allclose(P.toarray(), ref, rtol=1e-14, atol=0)
+    assert P.nnz == np.count_nonzero(ref)
+    assert np.all(P.data > 0)
+    assert all(np.all(np.diff(P.indices[P.indptr[i]:P.indptr[i + 1]]) > 0) for i in range(n))
+    # mutual pairs are summed, one-way ones kept: entry by entry against a hand count
+    i, a = np.argwhere(cond > 0)[0]
+    j = idx[i, a]
+    back = cond[j][idx[j] == i].sum()
+    assert P[i, j] == pytest.approx((cond[i, a] + back) / (2 * n), rel=1e-14)
+
+
 def test_neighbours_are_compact(rng):
     X = rng.normal(size=(300, 4))
     idx, dist = nearest_neighbors(X, 10, method="exact")

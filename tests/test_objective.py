@@ -208,9 +208,9 @@ def test_bad_P_is_rejected(rng):
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
 def test_attraction_matches_dense_sums(d, single, locality, rng):
     """Attraction equals the dense ``Σ_j p_ij t_ij (y_i − y_j)`` and ``Σ p log t``; with
-    float32 partner coordinates (used above 50k points) to the float32 rounding, and the
-    KL always in full precision; the same over P's copy in locality order (used above 50k
-    points), whose results come back in the points' order."""
+    float32 partner coordinates and P values (used above 50k points) to the float32
+    rounding, and the KL always in full precision; the same over P's copy in locality
+    order (used above 50k points), whose results come back in the points' order."""
     n = 300
     P = random_affinities(n, rng, density=0.05)
     att = Attraction(sp.csr_matrix(P), single_precision=single, locality=locality)

@@ -48,14 +48,30 @@ from .calibration import (
 from .options import default_within_weight, n_neighbors_for
 from .symmetry import symmetrize
 
-__all__ = ["K_MIN", "PER_CLASS_UP_TO", "BalancedLists", "balanced_affinities",
-           "balanced_from_lists", "balanced_lists", "block_perplexity", "revised_affinities"]
+__all__ = ["K_MIN", "OTHER_SHARE", "PER_CLASS_UP_TO", "BalancedLists", "balanced_affinities",
+           "balanced_from_lists", "balanced_lists", "block_perplexity", "other_block_width",
+           "revised_affinities"]
 
 # Up to this many other classes each gets a block of its own (L − 1 searches with a
 # small k, about one full search in all); above, the other classes are pooled.
 PER_CLASS_UP_TO = 8
 # Fewest neighbours of a per-class block (its perplexity is a third of that).
 K_MIN = 10
+# The per-class blocks of a row hold about this share of k neighbours in all. Fewer would
+# cut P's entries (a label-balanced P has ~2.4× the standard P's non-zeros, and the
+# attraction's cost follows them), but every point then has fewer counterparts: on the
+# five integration sets of REPORT §12 (2026-11-27) a share of 0.5 lowered the within-batch
+# 15-NN preservation on all 15 runs (3 seeds; by 0.003–0.016) and the overall score on 11;
+# 0.25 lowered both on 10 and 9 of 10 runs (by up to 0.034 and 0.045); 2.0 raised them by
+# at most 0.008 and 0.004 (on the three-batch sets: with two classes a block is capped at
+# k). More entries cost time for little; fewer cost structure (BENCHMARKS.md).
+OTHER_SHARE = 1.0
+
+
+def other_block_width(k: int, L: int) -> int:
+    """Neighbours in each per-class block of a point with ``L − 1`` other classes:
+    ``min(k, max(K_MIN, ⌈OTHER_SHARE·k/(L − 1)⌉))``."""
+    return min(k, max(K_MIN, int(np.ceil(OTHER_SHARE * k / (L - 1)))))
 
 
 @numba.njit(cache=True)
@@ -170,7 +186,7 @@ def balanced_lists(X, codes, perplexity, neighbors="auto", metric="euclidean",
         o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
                                                far_search=far_search, **search)
         return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, None)
-    k_other = min(k, max(K_MIN, int(np.ceil(k / (L - 1)))))
+    k_other = other_block_width(k, L)
     o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx,
                                           far_search=far_search, **search)
     return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, k_other)

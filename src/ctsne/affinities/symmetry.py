@@ -1,7 +1,8 @@
 """Symmetrisation of conditional affinities: P = (C + Cᵀ) / 2n on sparse rows.
 
 C is given as k neighbours per row (indices and values); P is built as CSR at its final
-size without a COO copy or a ``C + Cᵀ`` temporary (:func:`symmetrize`).
+size without a COO copy or a ``C + Cᵀ`` temporary (:func:`symmetrize`): each row of P
+is the merge of C's row and Cᵀ's, both sorted by column.
 """
 
 from __future__ import annotations
@@ -14,21 +15,6 @@ from .._parallel import kernel
 from .calibration import PARALLEL_FROM_ENTRIES  # one threshold for all (n, k) passes
 
 __all__ = ["symmetrize"]
-
-
-@numba.njit(cache=True)
-def _find(sorted_row, value):
-    """Position of ``value`` in an ascending row, or −1."""
-    lo, hi = 0, sorted_row.shape[0]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sorted_row[mid] < value:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < sorted_row.shape[0] and sorted_row[lo] == value:
-        return lo
-    return -1
 
 
 @numba.njit(cache=True)
@@ -63,115 +49,114 @@ def _sort_rows(idx, cond):
         _sort_pairs(idx[i], cond[i])
 
 
-@kernel(PARALLEL_FROM_ENTRIES)
-def _mirror(idx, cond, pos):
-    # the only pass with random access: where i sits in each neighbour j's list (or −1),
-    # and how many of row i's entries survive (c_ij + c_ji > 0)
-    n, k = idx.shape
-    own = np.zeros(n, dtype=np.int64)
-    for i in numba.prange(n):
-        count = 0
-        for a in range(k):
-            j = idx[i, a]
-            # int64 in both twins (a prange index is unsigned): one _find, not two
-            p = _find(idx[j], np.int64(i))
-            pos[i, a] = p
-            if cond[i, a] > 0.0 or (p >= 0 and cond[j, p] > 0.0):
-                count += 1
-        own[i] = count
-    return own
-
-
 @numba.njit(cache=True)
-def _incoming_counts(idx, cond, pos, extra):
-    # serial: many rows i add to the same row j (a plain pass, no searching)
+def _transpose(idx, cond, tptr, tsrc):
+    """Cᵀ's rows: ``tsrc[tptr[j]:tptr[j + 1]]`` holds the flat position ``i·k + a`` of
+    every non-zero entry ``idx[i, a] = j``, ascending in i (so each Cᵀ row is sorted by
+    column).
+
+    Serial: many rows i write to the same row j. Positions rather than (column, value)
+    pairs keep it at one integer per entry. Zero entries are left out, so that every
+    entry of Cᵀ adds a positive value and rows can be counted without reading values.
+    """
     n, k = idx.shape
     for i in range(n):
         for a in range(k):
-            if pos[i, a] < 0 and cond[i, a] > 0.0:
-                extra[idx[i, a]] += 1
-
-
-@kernel(PARALLEL_FROM_ENTRIES)
-def _fill_own(idx, cond, pos, indptr, indices, data, scale):
-    n, k = idx.shape
-    for i in numba.prange(n):
-        e = indptr[i]
-        for a in range(k):
-            j = idx[i, a]
-            v = cond[i, a] + (cond[j, pos[i, a]] if pos[i, a] >= 0 else 0.0)
-            if v > 0.0:
-                indices[e] = j
-                data[e] = v * scale
-                e += 1
-
-
-@numba.njit(cache=True)
-def _fill_incoming(idx, cond, pos, cursor, indices, data, scale):
-    # i ascends, so each row's incoming entries arrive sorted
-    n, k = idx.shape
+            if cond[i, a] > 0.0:
+                tptr[idx[i, a] + 1] += 1
+    for j in range(n):
+        tptr[j + 1] += tptr[j]
+    cursor = tptr[:-1].copy()
     for i in range(n):
         for a in range(k):
-            if pos[i, a] < 0 and cond[i, a] > 0.0:
+            if cond[i, a] > 0.0:
                 j = idx[i, a]
-                indices[cursor[j]] = i
-                data[cursor[j]] = cond[i, a] * scale
+                tsrc[cursor[j]] = i * k + a
                 cursor[j] += 1
 
 
+@numba.njit(cache=True)
+def _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, e, scale, fill):
+    """Row i of C + Cᵀ: a merge of C's row (sorted by column) and Cᵀ's (sorted by
+    source position, positive entries only). Returns the number of entries kept (sum
+    > 0); with ``fill``, they are written from ``e`` on, scaled (without ``fill`` the
+    values of Cᵀ are not read: every one of its entries is kept).
+
+    A Cᵀ entry at position src = j·k + b has column j: it precedes the C entry of column
+    c when src < c·k, follows it when src ≥ (c + 1)·k, and is its mirror otherwise
+    (compared without dividing).
+    """
+    k = idx.shape[1]
+    a = 0
+    b = tptr[i]
+    end = tptr[i + 1]
+    count = 0
+    lo = np.int64(0)
+    while a < k or b < end:
+        if a < k:
+            lo = np.int64(idx[i, a]) * k
+        if b == end or (a < k and tsrc[b] >= lo + k):
+            j = idx[i, a]
+            v = cond[i, a]
+            a += 1
+        elif a == k or tsrc[b] < lo:
+            j = tsrc[b] // k if fill else 0
+            v = flat[tsrc[b]] if fill else 1.0
+            b += 1
+        else:
+            j = idx[i, a]
+            v = cond[i, a] + flat[tsrc[b]] if fill else 1.0
+            a += 1
+            b += 1
+        if v > 0.0:
+            if fill:
+                indices[e + count] = j
+                data[e + count] = v * scale
+            count += 1
+    return count
+
+
 @kernel(PARALLEL_FROM_ENTRIES)
-def _merge_csr_rows(indptr, split, indices, data):
-    # each row is two sorted runs (its own list, then incoming one-way entries)
-    n = indptr.shape[0] - 1
-    for r in numba.prange(n):
-        lo, mid, hi = indptr[r], split[r], indptr[r + 1]
-        if mid == hi or mid == lo:
-            continue
-        ti = indices[lo:hi].copy()
-        td = data[lo:hi].copy()
-        a, b, e = 0, mid - lo, lo
-        na, nb = mid - lo, hi - lo
-        while a < na or b < nb:
-            if b == nb or (a < na and ti[a] < ti[b]):
-                indices[e] = ti[a]
-                data[e] = td[a]
-                a += 1
-            else:
-                indices[e] = ti[b]
-                data[e] = td[b]
-                b += 1
-            e += 1
+def _union_counts(idx, cond, flat, tptr, tsrc, counts):
+    for i in numba.prange(idx.shape[0]):
+        counts[i] = _union_row(i, idx, cond, flat, tptr, tsrc, counts, flat, 0, 1.0, False)
+
+
+@kernel(PARALLEL_FROM_ENTRIES)
+def _union_fill(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale):
+    for i in numba.prange(idx.shape[0]):
+        _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, indptr[i], scale, True)
 
 
 def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     """``(C + Cᵀ) / 2n`` as CSR, from C given as k neighbours per row.
 
-    Built at its final size: one pass finds each entry's mirror (where i sits in its
-    neighbour's list) and counts each row's own entries, mutual pairs merged; a plain
-    pass counts the one-way edges pointing at each row; two more fill them. No COO copy
-    and no ``C + Cᵀ`` temporary, which is what keeps 10⁶ points within a few GB (one
-    int32 (n, k) table of mirror positions besides the input). ``idx`` and ``cond`` are
-    reordered in place (each row sorted by neighbour index). Zero entries are left out;
-    columns are sorted within each row.
+    Built at its final size: each row of C is sorted by column, Cᵀ is laid out as the
+    positions of C's entries grouped by column (one serial counting pass), and row i of
+    P is the merge of C's row i with Cᵀ's, mutual pairs summed; one pass counts each row,
+    one fills it. No COO copy and no ``C + Cᵀ`` temporary, which is what keeps 10⁶
+    points within a few GB (one integer table of positions besides the input). ``idx``
+    and ``cond`` are reordered in place (each row sorted by neighbour index). Zero
+    entries are left out; columns are sorted within each row.
     """
-    n = idx.shape[0]
+    n, k = idx.shape
     work = idx.size
     _sort_rows(idx, cond, work=work)
-    pos = np.empty(idx.shape, dtype=np.int32)
-    own = _mirror(idx, cond, pos, work=work)
-    extra = np.zeros(n, dtype=np.int64)
-    _incoming_counts(idx, cond, pos, extra)
-    nnz = int(own.sum() + extra.sum())
+    ptype = np.int32 if idx.size < np.iinfo(np.int32).max else np.int64
+    tptr = np.zeros(n + 1, dtype=np.int64)
+    tsrc = np.empty(idx.size, dtype=ptype)  # at most this many: zeros are left out
+    _transpose(idx, cond, tptr, tsrc)
+    flat = cond.reshape(-1)
+    counts = np.empty(n, dtype=np.int64)
+    _union_counts(idx, cond, flat, tptr, tsrc, counts, work=work)
+    nnz = int(counts.sum())
     itype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
     indptr = np.zeros(n + 1, dtype=itype)
-    np.cumsum(own + extra, out=indptr[1:])
+    np.cumsum(counts, out=indptr[1:])
     indices = np.empty(nnz, dtype=itype)
     data = np.empty(nnz)
-    scale = 1.0 / (2.0 * n)
-    _fill_own(idx, cond, pos, indptr, indices, data, scale, work=work)
-    cursor = (indptr[:-1] + own).astype(np.int64)
-    _fill_incoming(idx, cond, pos, cursor, indices, data, scale)
-    _merge_csr_rows(indptr, indptr[:-1] + own.astype(itype), indices, data, work=work)
+    _union_fill(idx, cond, flat, tptr, tsrc, indptr, indices, data, 1.0 / (2.0 * n),
+                work=work)
     P = sp.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     P.has_sorted_indices = True
     return P

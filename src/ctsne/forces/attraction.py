@@ -10,12 +10,15 @@ from .._parallel import kernel
 
 __all__ = ["Attraction", "attraction", "attraction_to_fixed"]
 
-# Above this many points, 2-D partner coordinates are read from a float32 copy of Y. The
-# partners of a row are scattered over the layout, so the pass is bound by those reads,
-# not by streaming P; at 10⁶ points the float32 table (8 MB) stays in the shared cache
-# where the float64 one does not: measured 0.3 s instead of 0.8–1.3 s per pass (132M
-# non-zeros). The rounding of y_j (2^-24 relative) is far below the approximate
-# repulsion's error; the KL and the exact method always read float64.
+# Above this many points, the 2-D pass reads partner coordinates from a float32 copy of Y
+# and P's values from a float32 copy of them. The partners of a row are scattered over the
+# layout: at 10⁶ points the float32 table (8 MB) stays in the shared cache where the
+# float64 one does not (0.3 s instead of 0.8–1.3 s per pass, 132M non-zeros). Once the
+# partners are cached (locality order, below), the pass streams P: 12 bytes a non-zero
+# with float64 values, 8 with float32 (100k points, label-balanced P of 316 non-zeros a
+# row: 54 → 37–41 ms a pass on 2 threads). Both roundings (2^-24 relative) lie far below
+# the approximate repulsion's error; the sums stay float64, and the KL and the exact
+# method always read float64.
 SINGLE_PRECISION_ABOVE = 50_000
 # Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
 PARALLEL_FROM_NNZ = 40_000
@@ -86,7 +89,8 @@ def _attraction_kernel(indptr, indices, data, Y, want_log):
 @kernel(PARALLEL_FROM_NNZ)
 def _attraction_planar(indptr, indices, data, Y, partners, want_log):
     """``_attraction_kernel`` for d = 2, partners read from ``partners`` (Y or a float32
-    copy of it), sums kept in registers."""
+    copy of it) and values from ``data`` (P's or a float32 copy), sums kept in
+    registers (float64)."""
     n = Y.shape[0]
     F = np.empty((n, 2))
     plogt = np.zeros(n)
@@ -167,8 +171,8 @@ class Attraction:
     P : csr_matrix (n, n)
         Symmetric: row i lists all of i's partners.
     single_precision : bool, optional
-        Read 2-D partner coordinates in float32 when the KL is not asked for; default:
-        above ``SINGLE_PRECISION_ABOVE`` points.
+        Read 2-D partner coordinates and P's values in float32 when the KL is not asked
+        for; default: above ``SINGLE_PRECISION_ABOVE`` points.
     locality : bool, optional
         Run over a copy of P in :func:`locality_order` (the results come back in the
         points' order); default: above ``LOCALITY_ABOVE`` points.
@@ -183,6 +187,7 @@ class Attraction:
             locality = P.shape[0] > LOCALITY_ABOVE
         self.order = locality_order(P) if locality else None
         self.P = P if self.order is None else permuted(P, self.order)
+        self._data32 = self.P.data.astype(np.float32) if single_precision else None
 
     def __call__(self, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:
         P = self.P
@@ -192,9 +197,10 @@ class Attraction:
         if Y.shape[1] != 2:
             F, plogt = _attraction_kernel(P.indptr, P.indices, P.data, Y, want_log, work=P.nnz)
         else:
-            partners = Y.astype(np.float32) if self.single_precision and not want_log else Y
-            F, plogt = _attraction_planar(P.indptr, P.indices, P.data, Y, partners, want_log,
-                                          work=P.nnz)
+            fast = self.single_precision and not want_log
+            partners = Y.astype(np.float32) if fast else Y
+            F, plogt = _attraction_planar(P.indptr, P.indices, self._data32 if fast else P.data,
+                                          Y, partners, want_log, work=P.nnz)
         if self.order is not None:
             F = _put_rows(F, self.order)
         return F, float(plogt.sum()) if want_log else 0.0

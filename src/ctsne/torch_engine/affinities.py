@@ -26,12 +26,10 @@ takes one own-class share per class).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.sparse as sp
 
-from ..affinities.balanced import K_MIN, PER_CLASS_UP_TO
+from ..affinities.balanced import PER_CLASS_UP_TO, other_block_width
 from ..affinities.mixing import prior_mixing, table_mixing
 from ..affinities.modes import Affinities, input_affinities
 from ..affinities.options import default_within_weight, n_neighbors_for
@@ -115,7 +113,7 @@ def _balanced(X, codes, perplexity, within_weight, work_dtype):
         weights = torch.cat([w, 1.0 - w], 1)
         widths = [k, k]
     else:
-        k_other = min(k, max(K_MIN, math.ceil(k / (L - 1))))
+        k_other = other_block_width(k, L)
         o_i, o_d = other_class_knn(X, codes, k_other, work_dtype)
         ar = torch.arange(L - 1, device=X.device)[None, :]
         block_class = ar + (ar >= codes[:, None]).to(ar.dtype)
