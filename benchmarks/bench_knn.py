@@ -10,6 +10,14 @@ pynndescent at its defaults (ctsne's approximate search) and with fewer trees an
 iterations. Recall: the share of the exact 90 neighbours found, on 3,000 sampled points.
 This decides ``TREE_MAX_N`` in ``ctsne/neighbors/search.py``. Appends JSON lines to
 ``benchmarks/results.jsonl``.
+
+With ``--sets`` other low-dimensional data (uniform 10-D, a Swiss roll with 7 noise
+features, a 15-D mixture of 100 Gaussians) are searched by pynndescent only, at its
+defaults and at ``LOW_DIM_DESCENT`` and 8 trees × 3 rounds, recall against scikit-learn's
+exact lists of 2,000 sampled points: the check of ``LOW_DIM_DESCENT`` beyond one data set.
+
+    flock /tmp/ctsne-bench.lock python benchmarks/bench_knn.py --n 500000 \
+        --sets uniform10 swissroll10 mixture15 paper10
 """
 
 from __future__ import annotations
@@ -34,13 +42,70 @@ def recall(exact: np.ndarray, found: np.ndarray, rows: np.ndarray) -> float:
                           for r in rows]))
 
 
+def _swiss_roll(n: int, rng: np.random.Generator) -> np.ndarray:
+    t = 1.5 * np.pi * (1 + 2 * rng.random(n))
+    h = 21 * rng.random(n)
+    return np.c_[t * np.cos(t), h, t * np.sin(t), 0.3 * rng.normal(size=(n, 7))]
+
+
+def _mixture(n: int, rng: np.random.Generator) -> np.ndarray:
+    centres = rng.normal(scale=3.0, size=(100, 15))
+    scales = rng.uniform(0.3, 2.0, 100)
+    lab = rng.integers(0, 100, n)
+    return centres[lab] + scales[lab, None] * rng.normal(size=(n, 15))
+
+
+SETS = {"paper10": lambda n, rng: make_data(n, 10)[0],
+        "uniform10": lambda n, rng: rng.random((n, 10)),
+        "swissroll10": _swiss_roll, "mixture15": _mixture}
+
+
+def descent_sets(sizes, sets, record) -> None:
+    """pynndescent's defaults against the low-dimensional settings on several data sets."""
+    from pynndescent import NNDescent
+    from sklearn.neighbors import NearestNeighbors
+
+    from ctsne.neighbors.search import LOW_DIM_DESCENT
+
+    for n in sizes:
+        for name in sets:
+            rng = np.random.default_rng(1)
+            X = SETS[name](n, rng)
+            rows = rng.choice(n, 2000, replace=False)
+            exact = NearestNeighbors(n_neighbors=K).fit(X).kneighbors(
+                X[rows], return_distance=False)
+            for cfg in ({}, LOW_DIM_DESCENT, {"n_trees": 8, "n_iters": 3}):
+                load = os.getloadavg()[0]
+                t = time.perf_counter()
+                found = NNDescent(X, n_neighbors=K, random_state=0, n_jobs=2,
+                                  low_memory=True, **cfg).neighbor_graph[0]
+                seconds = time.perf_counter() - t
+                rec = float(np.mean([len(set(exact[r, 1:]) & set(found[row, 1:])) / (K - 1)
+                                     for r, row in enumerate(rows)]))
+                record({"date": datetime.date.today().isoformat(), "machine": platform.node(),
+                        "cpu_count": os.cpu_count(), "load_1min_before": load,
+                        "case": f"descent-{name}-{n}", "k": K, "config": cfg,
+                        "seconds": seconds, "recall": rec})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[100_000, 250_000])
     ap.add_argument("--sklearn-up-to", type=int, default=250_000,
                     help="skip scikit-learn's tree above this many points (slow)")
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--sets", nargs="+", choices=list(SETS),
+                    help="pynndescent settings on these data sets only (see above)")
     args = ap.parse_args()
+    if args.sets:
+        def record(row):
+            print(json.dumps(row), flush=True)
+            if not args.no_record:
+                with open(HERE / "results.jsonl", "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+
+        descent_sets(args.n, args.sets, record)
+        return
     from pynndescent import NNDescent
     from sklearn.neighbors import NearestNeighbors
 

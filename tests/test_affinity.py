@@ -66,6 +66,32 @@ def test_approximate_neighbours_have_high_recall(rng):
     assert not np.any(approx == np.arange(2000)[:, None])
 
 
+def test_low_dimensional_approximate_search_keeps_its_recall(rng, monkeypatch):
+    """Few features: pynndescent with LOW_DIM_DESCENT's few trees and rounds still finds
+    nearly every exact neighbour (k = 90, as a fit at perplexity 30 asks); wider data
+    keeps pynndescent's defaults."""
+    import pynndescent
+
+    from ctsne.neighbors import search
+
+    X = rng.normal(size=(20_000, 10))
+    exact, _ = nearest_neighbors(X, 90, method="exact")
+    approx, _ = nearest_neighbors(X, 90, method="approx", random_state=0)
+    recall = np.mean([len(set(a) & set(e)) / 90 for a, e in zip(approx, exact, strict=True)])
+    assert recall > 0.999
+    seen = []
+    real = pynndescent.NNDescent
+
+    def spy(data, **kwargs):
+        seen.append({k: kwargs.get(k) for k in search.LOW_DIM_DESCENT})
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(pynndescent, "NNDescent", spy)
+    for p in (search.TREE_DIMS, search.TREE_DIMS + 1):
+        nearest_neighbors(rng.normal(size=(300, p)), 5, method="approx", random_state=0)
+    assert seen == [search.LOW_DIM_DESCENT, dict.fromkeys(search.LOW_DIM_DESCENT)]
+
+
 @pytest.mark.parametrize("perplexity", [1.5, 50.0])
 def test_extreme_perplexities(perplexity, rng):
     X = rng.normal(size=(160, 2))
