@@ -17,8 +17,8 @@ from .._parallel import kernel
 from .options import n_neighbors_for
 
 # n_neighbors_for lives in .options (no numba: the parameter checks use it); named here too
-__all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "PARALLEL_FROM_ENTRIES", "calibrate",
-           "calibrate_row", "n_neighbors_for"]
+__all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "PARALLEL_FROM_ENTRIES", "START_SCALE",
+           "calibrate", "calibrate_row", "n_neighbors_for"]
 
 
 # Neighbour entries (n·k) from which a pass over an (n, k) table runs on the thread pool.

@@ -2,11 +2,11 @@
 
 The same steps as :func:`ctsne.affinities.calibration.calibrate_row`, each a tensor
 operation over the rows still searching: distances divided by the row's largest,
-squared, shifted by the row's smallest; Newton's step on the precision where it stays
-inside the bracket, else the bracket's doubling or halving; a row stops at the first step
-within ``tol`` (the same constants), so each row ends where the numba engine's does. Always
-float64: the precisions span many orders of magnitude and P must match the numba
-engine's to 1e-6.
+squared, shifted by the row's smallest; the same starting precision; Newton's step on
+the precision where it stays inside the bracket, else the bracket's doubling or
+halving; a row stops at the first step within ``tol`` (the same constants), so each row
+ends where the numba engine's does. Always float64: the precisions span many orders of
+magnitude and P must match the numba engine's to 1e-6.
 
 Rows may carry their own perplexity and a mask of valid entries (the label-balanced P
 calibrates each block of a row over its filled slots at a perplexity scaled to them).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ..affinities.calibration import CALIBRATE_MAX_ITER, CALIBRATE_TOL
+from ..affinities.calibration import CALIBRATE_MAX_ITER, CALIBRATE_TOL, START_SCALE
 from .device import load_torch
 
 __all__ = ["calibrate_rows"]
@@ -56,7 +56,13 @@ def calibrate_rows(dist, perplexity, valid=None, tol: float = CALIBRATE_TOL,
     d2 = (masked / top[:, None]) ** 2
     dmin = torch.where(valid, d2, torch.full_like(d2, math.inf)).min(1).values
     shifted = torch.where(valid, d2 - dmin[:, None], torch.zeros_like(d2))
-    beta = torch.ones(n, dtype=torch.float64, device=dev)
+    # the numba engine's starting precision (START_SCALE): from the mean shifted distance
+    count = valid.sum(1).to(torch.float64)
+    perp = torch.exp(target)
+    spread = shifted.sum(1) / count.clamp(min=1.0)
+    start = START_SCALE * torch.log(count / perp) / torch.where(spread > 0, spread,
+                                                               torch.ones_like(spread))
+    beta = torch.where((count > perp) & (spread > 0), start, torch.ones_like(spread))
     lo = torch.zeros(n, dtype=torch.float64, device=dev)
     hi = torch.full((n,), math.inf, dtype=torch.float64, device=dev)
     out = torch.zeros_like(d2)
