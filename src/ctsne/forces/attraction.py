@@ -10,15 +10,18 @@ from .._parallel import kernel
 
 __all__ = ["Attraction", "attraction", "attraction_to_fixed"]
 
-# Above this many points, the 2-D pass reads partner coordinates from a float32 copy of Y
-# and P's values from a float32 copy of them. The partners of a row are scattered over the
-# layout: at 10⁶ points the float32 table (8 MB) stays in the shared cache where the
-# float64 one does not (0.3 s instead of 0.8–1.3 s per pass, 132M non-zeros). Once the
-# partners are cached (locality order, below), the pass streams P: 12 bytes a non-zero
-# with float64 values, 8 with float32 (100k points, label-balanced P of 316 non-zeros a
-# row: 54 → 37–41 ms a pass on 2 threads). Both roundings (2^-24 relative) lie far below
-# the approximate repulsion's error; the sums stay float64, and the KL and the exact
-# method always read float64.
+# Above this many points the 2-D pass works on a float32 copy of Y. The partners of a row
+# are scattered over the layout: at 10⁶ points the float32 table (8 MB) stays in the
+# shared cache where the float64 one does not (0.3 s instead of 0.8–1.3 s per pass, 132M
+# non-zeros). Once the partners are cached (locality order, below) the pass is bound by
+# its arithmetic, the division above all: differences, squares and the quotient in
+# float32, four entries at a time, the sums in float64, take 0.88–0.95× the time of the
+# float64 arithmetic on float32 partners (interleaved runs, 2 threads, 2026-11-27: 250k
+# points, standard P; 100k, label-balanced P of 316 non-zeros a row), where float32
+# values of P alone gained nothing (1.00×: the pass does not wait on streaming P). The
+# rounding (2^-24 relative on coordinates and quotients; forces within 1e-6 of the float64
+# pass) lies far below the approximate repulsion's error; the KL and the exact method
+# always use float64.
 SINGLE_PRECISION_ABOVE = 50_000
 # Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
 PARALLEL_FROM_NNZ = 40_000
@@ -87,10 +90,8 @@ def _attraction_kernel(indptr, indices, data, Y, want_log):
 
 
 @kernel(PARALLEL_FROM_NNZ)
-def _attraction_planar(indptr, indices, data, Y, partners, want_log):
-    """``_attraction_kernel`` for d = 2, partners read from ``partners`` (Y or a float32
-    copy of it) and values from ``data`` (P's or a float32 copy), sums kept in
-    registers (float64)."""
+def _attraction_planar(indptr, indices, data, Y, want_log):
+    """``_attraction_kernel`` for d = 2, sums kept in registers."""
     n = Y.shape[0]
     F = np.empty((n, 2))
     plogt = np.zeros(n)
@@ -99,8 +100,8 @@ def _attraction_planar(indptr, indices, data, Y, partners, want_log):
         f0 = f1 = acc = 0.0
         for e in range(indptr[i], indptr[i + 1]):
             j = indices[e]
-            a = y0 - partners[j, 0]
-            b = y1 - partners[j, 1]
+            a = y0 - Y[j, 0]
+            b = y1 - Y[j, 1]
             d2 = a * a + b * b
             pt = data[e] / (1.0 + d2)
             f0 += pt * a
@@ -111,6 +112,49 @@ def _attraction_planar(indptr, indices, data, Y, partners, want_log):
         F[i, 1] = f1
         plogt[i] = acc
     return F, plogt
+
+
+@kernel(PARALLEL_FROM_NNZ)
+def _attraction_planar_single(indptr, indices, data, Y32):
+    """``_attraction_planar`` in float32 arithmetic (``Y32``: Y in float32), four
+    entries per step in independent lanes, each lane and the row summed in float64."""
+    n = Y32.shape[0]
+    F = np.empty((n, 2))
+    one = np.float32(1.0)
+    for i in numba.prange(n):
+        y0, y1 = Y32[i, 0], Y32[i, 1]
+        a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0.0
+        e = indptr[i]
+        end = indptr[i + 1]
+        while e + 4 <= end:
+            j0, j1, j2, j3 = indices[e], indices[e + 1], indices[e + 2], indices[e + 3]
+            u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
+            u1, v1 = y0 - Y32[j1, 0], y1 - Y32[j1, 1]
+            u2, v2 = y0 - Y32[j2, 0], y1 - Y32[j2, 1]
+            u3, v3 = y0 - Y32[j3, 0], y1 - Y32[j3, 1]
+            p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
+            p1 = np.float32(data[e + 1]) / (one + u1 * u1 + v1 * v1)
+            p2 = np.float32(data[e + 2]) / (one + u2 * u2 + v2 * v2)
+            p3 = np.float32(data[e + 3]) / (one + u3 * u3 + v3 * v3)
+            a0 += p0 * u0
+            a1 += p1 * u1
+            a2 += p2 * u2
+            a3 += p3 * u3
+            b0 += p0 * v0
+            b1 += p1 * v1
+            b2 += p2 * v2
+            b3 += p3 * v3
+            e += 4
+        while e < end:
+            j0 = indices[e]
+            u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
+            p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
+            a0 += p0 * u0
+            b0 += p0 * v0
+            e += 1
+        F[i, 0] = (a0 + a1) + (a2 + a3)
+        F[i, 1] = (b0 + b1) + (b2 + b3)
+    return F
 
 
 def locality_order(P: sp.csr_matrix) -> np.ndarray:
@@ -171,7 +215,7 @@ class Attraction:
     P : csr_matrix (n, n)
         Symmetric: row i lists all of i's partners.
     single_precision : bool, optional
-        Read 2-D partner coordinates and P's values in float32 when the KL is not asked
+        The 2-D pass in float32 arithmetic (sums in float64) when the KL is not asked
         for; default: above ``SINGLE_PRECISION_ABOVE`` points.
     locality : bool, optional
         Run over a copy of P in :func:`locality_order` (the results come back in the
@@ -187,20 +231,21 @@ class Attraction:
             locality = P.shape[0] > LOCALITY_ABOVE
         self.order = locality_order(P) if locality else None
         self.P = P if self.order is None else permuted(P, self.order)
-        self._data32 = self.P.data.astype(np.float32) if single_precision else None
 
     def __call__(self, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:
         P = self.P
         if self.order is not None:
             Y = _take_rows(Y, self.order)
         # the row terms are summed here, serially: the same order on any thread count
+        plogt = None
         if Y.shape[1] != 2:
             F, plogt = _attraction_kernel(P.indptr, P.indices, P.data, Y, want_log, work=P.nnz)
+        elif self.single_precision and not want_log:
+            F = _attraction_planar_single(P.indptr, P.indices, P.data, Y.astype(np.float32),
+                                          work=P.nnz)
         else:
-            fast = self.single_precision and not want_log
-            partners = Y.astype(np.float32) if fast else Y
-            F, plogt = _attraction_planar(P.indptr, P.indices, self._data32 if fast else P.data,
-                                          Y, partners, want_log, work=P.nnz)
+            F, plogt = _attraction_planar(P.indptr, P.indices, P.data, Y, want_log,
+                                          work=P.nnz)
         if self.order is not None:
             F = _put_rows(F, self.order)
         return F, float(plogt.sum()) if want_log else 0.0
