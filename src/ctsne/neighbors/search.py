@@ -31,10 +31,11 @@ TREE_MAX_N = 400_000
 # instead of its defaults (~55 trees and ~19 rounds at 10⁶ points, stopping when a round
 # changes little). In few dimensions the trees' leaves already hold most neighbours and
 # NN-descent converges in a few rounds. Measured at 500,000 points, k = 91, 2 threads
-# (benchmarks/bench_knn.py, 2026-11-26/27), time and recall against exact lists, defaults
-# → these: paper-style 10-D 95.7 → 66.9 s (1.0 → 0.99993); uniform 10-D 159.8 → 87.3 s
-# (1.0 → 0.99899); a 15-D mixture of 100 Gaussians 96.8 → 68.4 s (0.99988 → 0.99859); a
-# Swiss roll with 7 noise features 96.5 → 91.3 s (1.0 → 1.0).
+# (benchmarks/bench_knn.py --sets, 2026-11-27), time and recall against exact lists,
+# defaults → these: paper-style 10-D 122.5 → 99.3 s (0.99999 → 0.99987); uniform 10-D
+# 159.8 → 87.3 s (1.0 → 0.99899); a 15-D mixture of 100 Gaussians 96.8 → 68.4 s (0.99988
+# → 0.99859); a Swiss roll with 7 noise features 96.5 → 91.3 s (1.0 → 1.0). At 1M the
+# map's 10-NN preservation stayed 0.138 (BENCHMARKS.md).
 LOW_DIM_DESCENT = {"n_trees": 4, "n_iters": 2}
 # Queries per search call: answers are filled chunk by chunk, since a single call's
 # (n, k + 1) int64 answer and the library's temporaries would take GBs at 10⁶ points.
