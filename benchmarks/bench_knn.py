@@ -37,9 +37,11 @@ HERE = Path(__file__).resolve().parent
 K = 91
 
 
-def recall(exact: np.ndarray, found: np.ndarray, rows: np.ndarray) -> float:
-    return float(np.mean([len(set(exact[r, 1:]) & set(found[r, 1:])) / (K - 1)
-                          for r in rows]))
+def recall(exact: np.ndarray, found: np.ndarray) -> float:
+    """Share of the exact lists (the point itself first) found, row by row: ``exact``
+    and ``found`` hold the same points' lists."""
+    return float(np.mean([len(set(e[1:]) & set(f[1:])) / (K - 1)
+                          for e, f in zip(exact, found, strict=True)]))
 
 
 def _swiss_roll(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,8 +82,7 @@ def descent_sets(sizes, sets, record) -> None:
                 found = NNDescent(X, n_neighbors=K, random_state=0, n_jobs=2,
                                   low_memory=True, **cfg).neighbor_graph[0]
                 seconds = time.perf_counter() - t
-                rec = float(np.mean([len(set(exact[r, 1:]) & set(found[row, 1:])) / (K - 1)
-                                     for r, row in enumerate(rows)]))
+                rec = recall(exact, found[rows])
                 record({"date": datetime.date.today().isoformat(), "machine": platform.node(),
                         "cpu_count": os.cpu_count(), "load_1min_before": load,
                         "case": f"descent-{name}-{n}", "k": K, "config": cfg,
@@ -97,19 +98,20 @@ def main() -> None:
     ap.add_argument("--sets", nargs="+", choices=list(SETS),
                     help="pynndescent settings on these data sets only (see above)")
     args = ap.parse_args()
-    if args.sets:
-        def record(row):
-            print(json.dumps(row), flush=True)
-            if not args.no_record:
-                with open(HERE / "results.jsonl", "a") as fh:
-                    fh.write(json.dumps(row) + "\n")
 
+    def record(row: dict) -> None:
+        print(json.dumps(row), flush=True)
+        if not args.no_record:
+            with open(HERE / "results.jsonl", "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+    if args.sets:
         descent_sets(args.n, args.sets, record)
         return
     from pynndescent import NNDescent
     from sklearn.neighbors import NearestNeighbors
 
-    from ctsne.neighbors.search import ExactIndex
+    from ctsne.neighbors.search import LOW_DIM_DESCENT, ExactIndex
 
     NNDescent(np.random.default_rng(0).normal(size=(3000, 10)), n_neighbors=K)  # compile
     for n in args.n:
@@ -125,19 +127,16 @@ def main() -> None:
             for s in range(0, n, 20_000):
                 nn.kneighbors(X[s:s + 20_000])
             runs["sklearn"] = (time.perf_counter() - t, 1.0)
-        for name, kw in [("pynndescent", {}), ("pynndescent-4x2", dict(n_trees=4, n_iters=2))]:
+        for name, kw in [("pynndescent", {}), ("pynndescent-4x2", LOW_DIM_DESCENT)]:
             t = time.perf_counter()
             found = NNDescent(X, n_neighbors=K, random_state=0, n_jobs=2, low_memory=True,
                               **kw).neighbor_graph[0]
-            runs[name] = (time.perf_counter() - t, recall(exact, found, rows))
+            runs[name] = (time.perf_counter() - t, recall(exact[rows], found[rows]))
         row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
                "cpu_count": os.cpu_count(), "load_1min_before": load, "case": f"knn-{n}",
                "k": K, **{f"{k}_s": v[0] for k, v in runs.items()},
                **{f"{k}_recall": v[1] for k, v in runs.items()}}
-        print(json.dumps(row), flush=True)
-        if not args.no_record:
-            with open(HERE / "results.jsonl", "a") as fh:
-                fh.write(json.dumps(row) + "\n")
+        record(row)
 
 
 if __name__ == "__main__":

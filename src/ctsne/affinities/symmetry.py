@@ -118,6 +118,7 @@ def _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, e, scale, fill):
 
 @kernel(PARALLEL_FROM_ENTRIES)
 def _union_counts(idx, cond, flat, tptr, tsrc, counts):
+    # counting writes nothing: counts and flat stand in for the output arrays
     for i in numba.prange(idx.shape[0]):
         counts[i] = _union_row(i, idx, cond, flat, tptr, tsrc, counts, flat, 0, 1.0, False)
 

@@ -48,8 +48,8 @@ def calibrate_rows(dist, perplexity, valid=None, tol: float = CALIBRATE_TOL,
     dev = dist.device
     if valid is None:
         valid = torch.ones_like(dist, dtype=torch.bool)
-    target = torch.log(torch.as_tensor(perplexity, dtype=torch.float64, device=dev))
-    target = target.expand(n).contiguous()
+    perp = torch.as_tensor(perplexity, dtype=torch.float64, device=dev).expand(n)
+    target = torch.log(perp).contiguous()
     masked = torch.where(valid, dist, torch.zeros((), dtype=dist.dtype, device=dev))
     top = masked.max(1).values
     top = torch.where((top == 0) | ~torch.isfinite(top), torch.ones_like(top), top)
@@ -58,7 +58,6 @@ def calibrate_rows(dist, perplexity, valid=None, tol: float = CALIBRATE_TOL,
     shifted = torch.where(valid, d2 - dmin[:, None], torch.zeros_like(d2))
     # the numba engine's starting precision (START_SCALE): from the mean shifted distance
     count = valid.sum(1).to(torch.float64)
-    perp = torch.exp(target)
     spread = shifted.sum(1) / count.clamp(min=1.0)
     start = START_SCALE * torch.log(count / perp) / torch.where(spread > 0, spread,
                                                                torch.ones_like(spread))
