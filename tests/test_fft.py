@@ -237,6 +237,57 @@ def test_result_does_not_depend_on_thread_count(d):
     assert Z1 == pytest.approx(Z2, rel=1e-12)
 
 
+@pytest.mark.parametrize("n, span", [(N, 80), (400, 300)])
+def test_single_precision_grid_matches_double(n, span, monkeypatch):
+    # a t-SNE-like layout, and a sparse group scattered over a wide grid (a ct-SNE class),
+    # whose forces are small against the grid's largest potential
+    Y, _ = tsne_like(n, 2, span, seed=9)
+    Fe, Ze = repulsion_exact(Y)
+    monkeypatch.setattr(fft, "SINGLE_ABOVE", 1 << 62)
+    F64, Z64 = repulsion_fft(Y)
+    monkeypatch.setattr(fft, "SINGLE_ABOVE", 0)
+    F32, Z32 = repulsion_fft(Y)
+    # float32 transforms round to ~1e-7 of the largest potential (measured: forces 0.9 and
+    # 1.2e-7, Z 0.8 and 0.6e-7): far below the interpolation error against the exact sums
+    assert 0 < rel(F32, F64) < 1e-5
+    assert abs(Z32 - Z64) / Z64 < 1e-6
+    assert rel(F32, Fe) < TOL_2D and abs(Z32 - Ze) / Ze < 1e-5
+
+
+def test_large_grids_are_transformed_in_single_precision():
+    g = fft._plan(np.zeros((10, 2)), np.zeros(2), np.array([300.0, 300.0]), fft.N_INTERP,
+                  fft.MIN_BOXES, None, None, 1)
+    assert g.single and np.prod(2 * g.half) >= fft.SINGLE_ABOVE
+    g = fft._plan(np.zeros((10, 2)), np.zeros(2), np.array([80.0, 80.0]), fft.N_INTERP,
+                  fft.MIN_BOXES, None, None, 1)
+    assert not g.single
+    g = fft._plan(np.zeros((10, 1)), np.zeros(1), np.array([1e5]), fft.N_INTERP,
+                  fft.MIN_BOXES, None, None, 1)
+    assert not g.single  # 1-D grids are cheap at any size
+
+
+def test_order_5_passes_match_the_general_ones():
+    # the unrolled p = 5 spreading and gathering against the general loops, on one chunk
+    from ctsne.forces.repulsion import _interp
+
+    Y, _ = tsne_like(N, 2, 80, seed=10)
+    g = fft._plan(Y, Y.min(0), Y.max(0) - Y.min(0), 5, fft.MIN_BOXES, None, None, 1)
+    args = (Y, 0, len(Y), g.origin, g.inv_delta, g.n_nodes, g.inv_denom, 0)
+    bands = np.ones((2, *g.n_nodes))  # stale values must be cleared
+    _interp._spread_2d_chunk(*args, bands[0])
+    _interp._spread_2d_chunk_5(*args, bands[1])
+    np.testing.assert_allclose(bands[1], bands[0], rtol=0, atol=1e-14)
+    assert bands[0].sum() == pytest.approx(len(Y), rel=1e-12)  # weights sum to one
+    pot = np.random.default_rng(0).normal(size=(2, *g.n_nodes))
+    order = np.arange(len(Y))[::-1].copy()
+    F = np.zeros((2, len(Y), 2))
+    z = [f(Y, 0, len(Y), order, g.origin, g.inv_delta, g.n_nodes, g.inv_denom, pot,
+           g.t_near, F[r]) for r, f in enumerate((_interp._gather_2d_chunk,
+                                                  _interp._gather_2d_chunk_5))]
+    np.testing.assert_allclose(F[1], F[0], rtol=0, atol=1e-13 * np.abs(F[0]).max())
+    assert z[1] == pytest.approx(z[0], rel=1e-13)
+
+
 def test_grid_shape():
     span = np.array([37.2, 3.0])
     delta, n_nodes, half = grid_shape(span, n_interp=5, min_boxes=8, boxes_per_unit=1.25)

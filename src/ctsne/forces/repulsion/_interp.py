@@ -39,6 +39,27 @@ def locate(y, origin, inv_delta, last, inv_denom, w):
     return start
 
 
+# The default order (fft.N_INTERP = 5) has 2-D passes of its own: the weights are five
+# scalars and the loops have fixed lengths, so the compiler keeps everything in registers,
+# where the general passes loop over runtime-sized weight arrays. At 10⁶ points over a span
+# of ~400 (2 threads, 2026-11-27): spreading 0.056 → 0.015 s, gathering 0.11 → 0.044 s.
+ORDER_5 = 5
+
+
+@numba.njit(inline="always")
+def locate_5(y, origin, inv_delta, last, inv_denom):
+    """:func:`locate` for p = 5: the first node, and the five weights as a tuple."""
+    x = (y - origin) * inv_delta
+    start = min(max(int(math.floor(x - 1.5)), 0), last)
+    u = x - start
+    a0, a1, a2, a3, a4 = u, u - 1.0, u - 2.0, u - 3.0, u - 4.0
+    p01 = a0 * a1
+    p34 = a3 * a4
+    return start, (inv_denom[0] * a1 * a2 * p34, inv_denom[1] * a0 * a2 * p34,
+                   inv_denom[2] * p01 * p34, inv_denom[3] * p01 * a2 * a4,
+                   inv_denom[4] * p01 * a2 * a3)
+
+
 @numba.njit(inline="always")
 def autocorrelation(w, out):
     """``out[k] = Σ_a w[a] w[a + k]``: how a point's own weights pair at node offset k."""
@@ -48,6 +69,16 @@ def autocorrelation(w, out):
         for a in range(p - k):
             acc += w[a] * w[a + k]
         out[k] = acc
+
+
+@numba.njit(inline="always")
+def autocorrelation_5(w):
+    """:func:`autocorrelation` for p = 5, as a tuple."""
+    return (w[0] * w[0] + w[1] * w[1] + w[2] * w[2] + w[3] * w[3] + w[4] * w[4],
+            w[0] * w[1] + w[1] * w[2] + w[2] * w[3] + w[3] * w[4],
+            w[0] * w[2] + w[1] * w[3] + w[2] * w[4],
+            w[0] * w[3] + w[1] * w[4],
+            w[0] * w[4])
 
 
 @numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
@@ -172,6 +203,21 @@ def _spread_2d_chunk(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band)
 
 
 @numba.njit(cache=True)
+def _spread_2d_chunk_5(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band):
+    """:func:`_spread_2d_chunk` for p = 5."""
+    band[:] = 0.0
+    last_x = n_nodes[0] - ORDER_5
+    last_y = n_nodes[1] - ORDER_5
+    for i in range(lo, hi):
+        ix, wx = locate_5(Y[i, 0], origin[0], inv_delta[0], last_x, inv_denom)
+        iy, wy = locate_5(Y[i, 1], origin[1], inv_delta[1], last_y, inv_denom)
+        ix -= r0
+        for a in range(ORDER_5):
+            for b in range(ORDER_5):
+                band[ix + a, iy + b] += wx[a] * wy[b]
+
+
+@numba.njit(cache=True)
 def _sum_bands_row(private, offset, band_lo, band_hi, r, out):
     ny = out.shape[1]
     out[r, :] = 0.0
@@ -180,6 +226,14 @@ def _sum_bands_row(private, offset, band_lo, band_hi, r, out):
             base = offset[t] + (r - band_lo[t]) * ny
             for s in range(ny):
                 out[r, s] += private[base + s]
+
+
+@numba.njit(cache=True)
+def _spread_2d_band(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band):
+    if inv_denom.shape[0] == ORDER_5:
+        _spread_2d_chunk_5(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band)
+    else:
+        _spread_2d_chunk(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band)
 
 
 @numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
@@ -197,15 +251,15 @@ def spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parall
     if parallel:
         for t in numba.prange(n_chunks):
             band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
-            _spread_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
-                             n_nodes, inv_denom, band_lo[t], band)
+            _spread_2d_band(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
+                            n_nodes, inv_denom, band_lo[t], band)
         for r in numba.prange(nx):
             _sum_bands_row(private, offset, band_lo, band_hi, r, out)
     else:
         for t in range(n_chunks):
             band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
-            _spread_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
-                             n_nodes, inv_denom, band_lo[t], band)
+            _spread_2d_band(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
+                            n_nodes, inv_denom, band_lo[t], band)
         for r in range(nx):
             _sum_bands_row(private, offset, band_lo, band_hi, r, out)
     return out
@@ -242,6 +296,53 @@ def _gather_2d_chunk(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, po
     return z_self
 
 
+@numba.njit(cache=True)
+def _gather_2d_chunk_5(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel,
+                       F):
+    """:func:`_gather_2d_chunk` for p = 5; the self-pairs as ``acxᵀ K acy`` with the
+    offsets ±a, ±b folded into ``K``."""
+    K = np.empty((ORDER_5, ORDER_5))
+    for a in range(ORDER_5):
+        for b in range(ORDER_5):
+            K[a, b] = (1.0 if a == 0 else 2.0) * (1.0 if b == 0 else 2.0) * kernel[a, b]
+    last_x = n_nodes[0] - ORDER_5
+    last_y = n_nodes[1] - ORDER_5
+    z_self = 0.0
+    for k in range(lo, hi):
+        ix, wx = locate_5(Y[k, 0], origin[0], inv_delta[0], last_x, inv_denom)
+        iy, wy = locate_5(Y[k, 1], origin[1], inv_delta[1], last_y, inv_denom)
+        fx = 0.0
+        fy = 0.0
+        for a in range(ORDER_5):
+            sx = 0.0
+            sy = 0.0
+            for b in range(ORDER_5):
+                sx += wy[b] * pot[0, ix + a, iy + b]
+                sy += wy[b] * pot[1, ix + a, iy + b]
+            fx += wx[a] * sx
+            fy += wx[a] * sy
+        i = order[k]
+        F[i, 0] = fx
+        F[i, 1] = fy
+        acx = autocorrelation_5(wx)
+        acy = autocorrelation_5(wy)
+        for a in range(ORDER_5):
+            s = 0.0
+            for b in range(ORDER_5):
+                s += K[a, b] * acy[b]
+            z_self += acx[a] * s
+    return z_self
+
+
+@numba.njit(cache=True)
+def _gather_2d_rows(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, F):
+    if inv_denom.shape[0] == ORDER_5:
+        return _gather_2d_chunk_5(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom,
+                                  pot, kernel, F)
+    return _gather_2d_chunk(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, pot,
+                            kernel, F)
+
+
 @numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
 def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
               parallel):
@@ -252,12 +353,12 @@ def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_ch
     z_self = np.zeros(n_chunks)
     if parallel:
         for t in numba.prange(n_chunks):
-            z_self[t] = _gather_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
-                                         origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
+            z_self[t] = _gather_2d_rows(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
+                                        origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
     else:
         for t in range(n_chunks):
-            z_self[t] = _gather_2d_chunk(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
-                                         origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
+            z_self[t] = _gather_2d_rows(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
+                                        origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
     return F, z_self.sum()
 
 
@@ -322,7 +423,7 @@ def apply_spectra_2d(C, T, Rx, Ry, half_rows, parallel):
     transforms of the force kernels (spectra ``−i·R``, odd in their own frequency).
     """
     n_rows, n_cols = C.shape
-    out = np.empty((2, n_rows, n_cols), dtype=np.complex128)
+    out = np.empty((2, n_rows, n_cols), dtype=C.dtype)  # complex64 for a float32 grid
     acc = np.zeros(n_rows)
     if parallel:
         for r in numba.prange(n_rows):

@@ -55,15 +55,19 @@ EXACT_FIT_MAX = 1_200
 # else FFT. In 2-D each call then takes whichever of the two its cost model prices lower
 # for the group's size and current extent (:func:`fft_is_cheaper`).
 BH_BELOW = 2_000_000
-# One-thread CPU cost per call, fitted to benchmarks/bench_fft.py-style layouts (20k-400k
-# points, spans 20-300; 2026-11-24): Barnes-Hut at θ = 0.5 ~36 ns · m·log₂m (520-700 ns
-# per point), falling as 1/θ² with the angle; FFT on its default grid ~200 ns per point
-# (spread and gather) + ~40 ns per node of the padded grid. A whole compact layout (early
-# iterations, or 250k points over 150 units) is cheaper by FFT; a class scattered over a
-# wide layout is cheaper by Barnes-Hut, whose cost does not follow the extent.
-BH_NS_PER_POINT_LOG = 36.0
-FFT_NS_PER_POINT = 200.0
-FFT_NS_PER_NODE = 40.0
+# One-thread CPU cost per call, fitted to t-SNE-like layouts (30 blobs; 20k, 200k and 10⁶
+# points over spans of 40-500; NUMBA_NUM_THREADS=1, 2026-11-27): Barnes-Hut at θ = 0.5
+# ~28 ns · m·log₂m (26-31 measured), falling as 1/θ² with the angle; FFT on its default
+# grid ~55 ns per point (spread and gather, unrolled for p = 5) + ~20 ns per node of the
+# padded grid (17-23 measured; float32 transforms above fft.SINGLE_ABOVE nodes). With two
+# threads both fall by about the same factor. A whole layout is cheaper by FFT up to ~500
+# units at 10⁶ points (0.31 s against Barnes-Hut's 0.39 s on 2 threads); a class scattered
+# over a wide layout is cheaper by Barnes-Hut, whose cost does not follow the extent.
+# (Before the p = 5 passes and float32 transforms: 36, 200 and 40 ns, which sent 10⁶ points
+# over 476 units to Barnes-Hut.)
+BH_NS_PER_POINT_LOG = 28.0
+FFT_NS_PER_POINT = 55.0
+FFT_NS_PER_NODE = 20.0
 # Barnes-Hut force error grows as theta^4 (quadrupole-corrected cells; measured 5.9e-4 at
 # 0.5, 1.0e-2 at 1.0, 7.2e-2 at 1.5 on a t-SNE-like layout), and past ~1.2 the cells'
 # expansion stops converging well; a minor term's angle stays within these bounds.
@@ -72,10 +76,13 @@ THETA_MAX = 1.2
 # Relative force error of the engines' settings on t-SNE-like layouts (benchmarks/
 # bench_bh.py, bench_fft.py; 500k points over a span of ~300): Barnes-Hut ~0.016·θ⁴
 # (6e-4–1.6e-3 at θ = 0.5), FFT on its default grid ~4–6e-4, FFT on the coarse grid below
-# (3 nodes per 2 units) 6e-2 in 39 ms where Barnes-Hut takes 230 ms at θ = 0.5.
+# (3 nodes per 2 units) 6e-2 in 39 ms where Barnes-Hut takes 230 ms at θ = 0.5. The coarse
+# grid's nodes come in boxes of 5 (0.3 boxes per unit), not of 3 at 0.5 per unit: the same
+# nodes, 2.7-5.3e-2 against 3.6-7.1e-2, and the unrolled p = 5 passes (10⁶ points over
+# ~480 units: 57 against 71 ms, 2 threads; 2026-11-27).
 BH_ERROR_COEF = 0.016
 FFT_ERROR = 6e-4
-FFT_COARSE = {"n_interp": 3, "boxes_per_unit": 0.5}
+FFT_COARSE = {"n_interp": 5, "boxes_per_unit": 0.3}
 FFT_COARSE_ERROR = 6e-2
 
 
