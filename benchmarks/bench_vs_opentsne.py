@@ -14,14 +14,15 @@ machine and date; ratios are to openTSNE in the same run, the only comparison th
 anything on a shared machine. Peak memory is per process, knn10_preservation is the mean
 share of each point's 10 nearest neighbours kept in the map (on 20,000 sampled points).
 
-The two peers run under their own interpreter (``CTSNE_PEERS_PYTHON``, by default
-``/work/bench-venv/bin/python``), a virtual environment that holds them and not ctsne:
+FIt-SNE and tsne-h2pack (and openTSNE, where this interpreter lacks it) run under their
+own interpreter (``CTSNE_PEERS_PYTHON``, by default ``/work/bench-venv/bin/python``), a
+virtual environment that holds them and not ctsne:
 
     apt-get install -y libfftw3-dev liblapacke liblapacke-dev libopenblas0
     python3 -m venv /work/bench-venv && cd /work/bench-venv
     bin/pip install numpy scipy scikit-learn "cython<3" wheel setuptools
     bin/pip install --no-build-isolation fitsne==1.2.1
-    bin/pip install "tsne-h2pack[pynndescent]==3.2.0"
+    bin/pip install "tsne-h2pack[pynndescent]==3.2.0" openTSNE==1.0.4
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ CASES = {"2k": (2_000, 10), "10k": (10_000, 10), "100k": (100_000, 10),
 # runners whose library lives in another interpreter (a peers-only virtual environment)
 PEERS_PYTHON = os.environ.get("CTSNE_PEERS_PYTHON", "/work/bench-venv/bin/python")
 RUNNER_PYTHON = {"FIt-SNE": PEERS_PYTHON, "h2pack": PEERS_PYTHON}
+try:  # openTSNE runs here if installed (the bench extra), else in the peers' environment
+    import openTSNE  # noqa: F401
+except ImportError:
+    RUNNER_PYTHON["openTSNE"] = PEERS_PYTHON
 
 
 def make_data(n: int, d: int, seed: int = 0):

@@ -35,6 +35,8 @@ Departures from FIt-SNE (numbers in ``benchmarks/bench_fft.py`` and the tests):
 * The node spacing is fixed (a ladder of values for spans below ``min_boxes`` boxes), so
   the kernel spectra depend on the FFT size alone and are cached: a slowly growing layout,
   or classes scattered over the same layout, reuse them (~1/3 of the FFT work).
+* Large 2-D grids (``SINGLE_ABOVE``) are transformed in float32: the transforms dominate a
+  wide layout's cost, and their rounding stays far below the interpolation error.
 * All stages use numba ``prange`` or ``scipy.fft`` workers above a size where waking the
   thread pool pays; below it they run in the calling thread.
 """
