@@ -271,7 +271,9 @@ def test_order_5_passes_match_the_general_ones():
     from ctsne.forces.repulsion import _interp
 
     Y, _ = tsne_like(N, 2, 80, seed=10)
+    Y[:, 1] *= 0.05  # a span of ~4: a finer node spacing along y, so t_near is not symmetric
     g = fft._plan(Y, Y.min(0), Y.max(0) - Y.min(0), 5, fft.MIN_BOXES, None, None, 1)
+    assert g.delta[1] < g.delta[0] and not np.allclose(g.t_near, g.t_near.T)
     args = (Y, 0, len(Y), g.origin, g.inv_delta, g.n_nodes, g.inv_denom, 0)
     bands = np.ones((2, *g.n_nodes))  # stale values must be cleared
     _interp._spread_2d_chunk(*args, bands[0])
@@ -321,12 +323,16 @@ def test_kernel_spectra_are_reused(monkeypatch):
 
 
 def test_cost_model_for_engine_choice():
-    # the crossovers measured in benchmarks/bench_fft.py: ~250 points at a group's own
-    # t-SNE density (span ~0.3·√m), ~2600 for a class scattered over 80 units
+    # the crossovers measured on one thread (2026-11-27): 300 points at a group's own
+    # t-SNE density (span ~0.3·√m) exact 0.14 ms, FFT 0.22 ms; 1,000 over 30 units 1.36
+    # against 0.81 ms; over 80 units 1,000 points 1.36 against 6.1 ms, 3,000 points 12.3
+    # against 7.4 ms
     assert exact_is_faster(100, [3.0, 3.0])
+    assert exact_is_faster(300, [5.2, 5.2])
     assert not exact_is_faster(500, [7.0, 7.0])
+    assert not exact_is_faster(1000, [30.0, 30.0])
     assert exact_is_faster(1000, [80.0, 80.0])
-    assert not exact_is_faster(5000, [80.0, 80.0])
+    assert not exact_is_faster(3000, [80.0, 80.0])
 
 
 @pytest.mark.parametrize("span, engine", [(5.0, "fft"), (400.0, "bh")])

@@ -60,8 +60,9 @@ BH_BELOW = 2_000_000
 # ~28 ns · m·log₂m (26-31 measured), falling as 1/θ² with the angle; FFT on its default
 # grid ~55 ns per point (spread and gather, unrolled for p = 5) + ~20 ns per node of the
 # padded grid (17-23 measured; float32 transforms above fft.SINGLE_ABOVE nodes). With two
-# threads both fall by about the same factor. A whole layout is cheaper by FFT up to ~500
-# units at 10⁶ points (0.31 s against Barnes-Hut's 0.39 s on 2 threads); a class scattered
+# threads both fall by about the same factor. A whole layout of 10⁶ points is cheaper by
+# FFT up to ~600 units by this model (measured at 500: 0.31 s against Barnes-Hut's 0.39 s
+# on 2 threads); a class scattered
 # over a wide layout is cheaper by Barnes-Hut, whose cost does not follow the extent.
 # (Before the p = 5 passes and float32 transforms: 36, 200 and 40 ns, which sent 10⁶ points
 # over 476 units to Barnes-Hut.)
@@ -76,10 +77,10 @@ THETA_MAX = 1.2
 # Relative force error of the engines' settings on t-SNE-like layouts (benchmarks/
 # bench_bh.py, bench_fft.py; 500k points over a span of ~300): Barnes-Hut ~0.016·θ⁴
 # (6e-4–1.6e-3 at θ = 0.5), FFT on its default grid ~4–6e-4, FFT on the coarse grid below
-# (3 nodes per 2 units) 6e-2 in 39 ms where Barnes-Hut takes 230 ms at θ = 0.5. The coarse
-# grid's nodes come in boxes of 5 (0.3 boxes per unit), not of 3 at 0.5 per unit: the same
-# nodes, 2.7-5.3e-2 against 3.6-7.1e-2, and the unrolled p = 5 passes (10⁶ points over
-# ~480 units: 57 against 71 ms, 2 threads; 2026-11-27).
+# (3 nodes per 2 units, in boxes of 5) 2.7-5.3e-2 against the default grid: 57 ms for 10⁶
+# points over ~480 units where Barnes-Hut at θ = 0.5 takes 390-510 ms (2 threads,
+# 2026-11-27). Boxes of 3 nodes at 0.5 boxes per unit, used before, place the same nodes
+# at 3.6-7.1e-2 in 71 ms: p = 5 has unrolled passes.
 BH_ERROR_COEF = 0.016
 FFT_ERROR = 6e-4
 FFT_COARSE = {"n_interp": 5, "boxes_per_unit": 0.3}

@@ -89,7 +89,7 @@ _SPECTRA_LOCK = threading.Lock()
 PARALLEL_ABOVE = 1 << 16
 # 2-D grids of at least this many padded nodes are transformed in single precision: the
 # FFTs then dominate a large layout's repulsion (0.25 of 0.4 s per call at 10⁶ points over
-# a span of ~450) and run ~2x faster, while float32 rounding (~1e-7 of the largest
+# a span of ~450) and run 1.5-2x faster, while float32 rounding (~1e-7 of the largest
 # potential) stays far below the interpolation error (~5e-4). Smaller grids cost little
 # either way and keep float64.
 SINGLE_ABOVE = 1 << 20
@@ -142,17 +142,19 @@ def exact_is_faster(m: int, span, n_interp: int = N_INTERP, min_boxes: int = MIN
                     boxes_per_unit: float | None = None) -> bool:
     """Whether the exact O(m²) kernel beats this engine for m points over ``span`` (d,).
 
-    A cost model fitted to ``benchmarks/bench_fft.py`` (one thread, kernel spectra
-    cached): exact ~0.7 ns per pair in 2-D, ~3 ns in 1-D; this engine ~12 ns per node of
-    the padded grid plus ~100 ns per point. The grid follows the span, not m: a class
-    scattered over the whole layout needs the whole layout's grid, so the crossover grows
-    with the span (about 500 points for a group at its own t-SNE density, about 5000 for
-    one spread over 80 units).
+    A cost model fitted to uniform 2-D groups (300-8,000 points over their own t-SNE
+    density, 30 and 80 units; one thread, kernel spectra cached; 2026-11-27): exact
+    ~1.36 ns per pair in 2-D (its four fixed summation lanes, ctsne._parallel), ~3 ns in
+    1-D; this engine ~14 ns per node of the padded grid plus ~45 ns per point (the
+    unrolled p = 5 passes). The grid follows the span, not m: a class scattered over the
+    whole layout needs the whole layout's grid, so the crossover grows with the span
+    (about 300 points for a group at its own t-SNE density, about 2,300 for one spread
+    over 80 units).
     """
     span = np.atleast_1d(span)
     _, _, half = grid_shape(span, n_interp, min_boxes, boxes_per_unit)
-    per_pair = 0.7 if len(span) == 2 else 3.0  # the 2-D exact kernel vectorises
-    return per_pair * m * m < 12.0 * float(np.prod(2 * half)) + 100.0 * m
+    per_pair = 1.36 if len(span) == 2 else 3.0
+    return per_pair * m * m < 14.0 * float(np.prod(2 * half)) + 45.0 * m
 
 
 class _Clock:
