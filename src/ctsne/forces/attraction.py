@@ -79,12 +79,12 @@ def _attraction_kernel(indptr, indices, data, Y, want_log):
             for k in range(d):
                 diff = Y[i, k] - Y[j, k]
                 d2 += diff * diff
-            t = 1.0 / (1.0 + d2)
-            pt = data[e] * t
+            q = 1.0 + d2
+            pt = data[e] / q
             for k in range(d):
                 F[i, k] += pt * (Y[i, k] - Y[j, k])
             if want_log:
-                acc -= data[e] * np.log1p(d2)
+                acc -= data[e] * np.log(q)
         plogt[i] = acc
     return F, plogt
 
@@ -102,12 +102,16 @@ def _attraction_planar(indptr, indices, data, Y, want_log):
             j = indices[e]
             a = y0 - Y[j, 0]
             b = y1 - Y[j, 1]
-            d2 = a * a + b * b
-            pt = data[e] / (1.0 + d2)
+            q = 1.0 + (a * a + b * b)
+            pt = data[e] / q
             f0 += pt * a
             f1 += pt * b
             if want_log:
-                acc -= data[e] * np.log1p(d2)
+                # log(q), not log1p(d²): numba's log1p calls libm's, and took 2.4x the
+                # time of the whole pass with log (200k points, label-balanced P: 0.88 s
+                # against 0.36 s; 0.12 s without the KL). They differ only where d² is
+                # below float64's resolution at 1, by less than d² itself.
+                acc -= data[e] * np.log(q)
         F[i, 0] = f0
         F[i, 1] = f1
         plogt[i] = acc
