@@ -203,6 +203,32 @@ def test_bad_P_is_rejected(rng):
         exact_objective(np.eye(5) / 5, Y)
 
 
+@pytest.mark.parametrize("single", [False, True])
+def test_attraction_over_uneven_rows(single, rng):
+    """The 2-D passes run over runs of rows with equal numbers of entries; rows of very
+    different lengths (here 1 to 167 entries, ~56k in all: the parallel twin) still give
+    the dense sums, and every run holds about 1/ROW_RUNS of the entries."""
+    from ctsne.forces.attraction import ROW_RUNS, row_runs
+
+    n = 1000
+    lengths = 1 + (np.arange(n) ** 2) // 6_000
+    rows = np.repeat(np.arange(n), lengths)
+    cols = np.concatenate([rng.choice(n, size=m, replace=False) for m in lengths])
+    P = sp.csr_matrix((rng.random(len(rows)), (rows, cols)), shape=(n, n))
+    P.sum_duplicates()
+    runs = row_runs(P.indptr)
+    assert runs[0] == 0 and runs[-1] == n and np.all(np.diff(runs) >= 0)
+    per_run = np.diff(P.indptr[runs])
+    assert per_run.max() <= P.nnz / ROW_RUNS + lengths.max()
+    att = Attraction(P, single_precision=single, locality=False)
+    Y = rng.normal(scale=20.0, size=(n, 2))
+    diff = Y[:, None, :] - Y[None, :, :]
+    T = 1.0 / (1.0 + (diff**2).sum(-1))
+    ref = ((P.toarray() * T)[:, :, None] * diff).sum(1)
+    F, _ = att(Y)
+    assert np.abs(F - ref).max() <= (1e-5 if single else 1e-12) * np.abs(ref).max()
+
+
 @pytest.mark.parametrize("locality", [False, True])
 @pytest.mark.parametrize("single", [False, True])
 @pytest.mark.parametrize("d", [1, 2, 3, 5])

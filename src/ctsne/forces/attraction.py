@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from .._parallel import kernel
 
-__all__ = ["Attraction", "attraction", "attraction_to_fixed"]
+__all__ = ["Attraction", "attraction", "attraction_to_fixed", "row_runs"]
 
 # Above this many points the 2-D pass works on a float32 copy of Y. The partners of a row
 # are scattered over the layout: at 10⁶ points the float32 table (8 MB) stays in the
@@ -33,6 +33,21 @@ PARALLEL_FROM_NNZ = 40_000
 # the order and the copy cost 0.5 s and P's size. On a label-balanced P (315 non-zeros
 # per row) it gains ~8 %: there the pass is bound by its arithmetic.
 LOCALITY_ABOVE = 50_000
+# The 2-D passes run over this many runs of rows holding equal numbers of non-zeros, not
+# over single rows: numba's prange gives each thread an equal count of iterations, and a
+# label-balanced P's rows in locality order are uneven (at 200k points the second half of
+# the rows held 1.16x the first half's entries, so one of two threads idled ~14 % of a
+# pass). 64 runs keep any thread count up to 8 within ~10 % of even.
+ROW_RUNS = 64
+
+
+def row_runs(indptr: np.ndarray, runs: int = ROW_RUNS) -> np.ndarray:
+    """Row boundaries (``runs + 1``, non-decreasing) that split the non-zeros evenly."""
+    n = len(indptr) - 1
+    targets = np.linspace(0, indptr[-1], runs + 1)
+    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    bounds[0], bounds[-1] = 0, n
+    return np.minimum(bounds, n)
 
 
 @kernel(PARALLEL_FROM_NNZ)
@@ -90,75 +105,87 @@ def _attraction_kernel(indptr, indices, data, Y, want_log):
 
 
 @kernel(PARALLEL_FROM_NNZ)
-def _attraction_planar(indptr, indices, data, Y, want_log):
-    """``_attraction_kernel`` for d = 2, sums kept in registers."""
+def _attraction_planar(indptr, indices, data, Y, want_log, runs):
+    """``_attraction_kernel`` for d = 2, sums kept in registers, over the row runs."""
     n = Y.shape[0]
     F = np.empty((n, 2))
     plogt = np.zeros(n)
-    for i in numba.prange(n):
-        y0, y1 = Y[i, 0], Y[i, 1]
-        f0 = f1 = acc = 0.0
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            a = y0 - Y[j, 0]
-            b = y1 - Y[j, 1]
-            q = 1.0 + (a * a + b * b)
-            pt = data[e] / q
-            f0 += pt * a
-            f1 += pt * b
-            if want_log:
-                # log(q), not log1p(d²): numba's log1p calls libm's, and took 2.4x the
-                # time of the whole pass with log (200k points, label-balanced P: 0.88 s
-                # against 0.36 s; 0.12 s without the KL). They differ only where d² is
-                # below float64's resolution at 1, by less than d² itself.
-                acc -= data[e] * np.log(q)
-        F[i, 0] = f0
-        F[i, 1] = f1
-        plogt[i] = acc
+    for r in numba.prange(runs.shape[0] - 1):
+        for i in range(runs[r], runs[r + 1]):
+            _planar_row(indptr, indices, data, Y, want_log, i, F, plogt)
     return F, plogt
 
 
+@numba.njit(inline="always")
+def _planar_row(indptr, indices, data, Y, want_log, i, F, plogt):
+    y0, y1 = Y[i, 0], Y[i, 1]
+    f0 = f1 = acc = 0.0
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        a = y0 - Y[j, 0]
+        b = y1 - Y[j, 1]
+        q = 1.0 + (a * a + b * b)
+        pt = data[e] / q
+        f0 += pt * a
+        f1 += pt * b
+        if want_log:
+            # log(q), not log1p(d²): numba's log1p calls libm's, and took 2.4x the
+            # time of the whole pass with log (200k points, label-balanced P: 0.88 s
+            # against 0.36 s; 0.12 s without the KL). They differ only where d² is
+            # below float64's resolution at 1, by less than d² itself.
+            acc -= data[e] * np.log(q)
+    F[i, 0] = f0
+    F[i, 1] = f1
+    plogt[i] = acc
+
+
 @kernel(PARALLEL_FROM_NNZ)
-def _attraction_planar_single(indptr, indices, data, Y32):
+def _attraction_planar_single(indptr, indices, data, Y32, runs):
     """``_attraction_planar`` in float32 arithmetic (``Y32``: Y in float32), four
     entries per step in independent lanes, each lane and the row summed in float64."""
     n = Y32.shape[0]
     F = np.empty((n, 2))
-    one = np.float32(1.0)
-    for i in numba.prange(n):
-        y0, y1 = Y32[i, 0], Y32[i, 1]
-        a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0.0
-        e = indptr[i]
-        end = indptr[i + 1]
-        while e + 4 <= end:
-            j0, j1, j2, j3 = indices[e], indices[e + 1], indices[e + 2], indices[e + 3]
-            u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
-            u1, v1 = y0 - Y32[j1, 0], y1 - Y32[j1, 1]
-            u2, v2 = y0 - Y32[j2, 0], y1 - Y32[j2, 1]
-            u3, v3 = y0 - Y32[j3, 0], y1 - Y32[j3, 1]
-            p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
-            p1 = np.float32(data[e + 1]) / (one + u1 * u1 + v1 * v1)
-            p2 = np.float32(data[e + 2]) / (one + u2 * u2 + v2 * v2)
-            p3 = np.float32(data[e + 3]) / (one + u3 * u3 + v3 * v3)
-            a0 += p0 * u0
-            a1 += p1 * u1
-            a2 += p2 * u2
-            a3 += p3 * u3
-            b0 += p0 * v0
-            b1 += p1 * v1
-            b2 += p2 * v2
-            b3 += p3 * v3
-            e += 4
-        while e < end:
-            j0 = indices[e]
-            u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
-            p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
-            a0 += p0 * u0
-            b0 += p0 * v0
-            e += 1
-        F[i, 0] = (a0 + a1) + (a2 + a3)
-        F[i, 1] = (b0 + b1) + (b2 + b3)
+    for r in numba.prange(runs.shape[0] - 1):
+        for i in range(runs[r], runs[r + 1]):
+            _planar_single_row(indptr, indices, data, Y32, i, F)
     return F
+
+
+@numba.njit(inline="always")
+def _planar_single_row(indptr, indices, data, Y32, i, F):
+    one = np.float32(1.0)
+    y0, y1 = Y32[i, 0], Y32[i, 1]
+    a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0.0
+    e = indptr[i]
+    end = indptr[i + 1]
+    while e + 4 <= end:
+        j0, j1, j2, j3 = indices[e], indices[e + 1], indices[e + 2], indices[e + 3]
+        u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
+        u1, v1 = y0 - Y32[j1, 0], y1 - Y32[j1, 1]
+        u2, v2 = y0 - Y32[j2, 0], y1 - Y32[j2, 1]
+        u3, v3 = y0 - Y32[j3, 0], y1 - Y32[j3, 1]
+        p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
+        p1 = np.float32(data[e + 1]) / (one + u1 * u1 + v1 * v1)
+        p2 = np.float32(data[e + 2]) / (one + u2 * u2 + v2 * v2)
+        p3 = np.float32(data[e + 3]) / (one + u3 * u3 + v3 * v3)
+        a0 += p0 * u0
+        a1 += p1 * u1
+        a2 += p2 * u2
+        a3 += p3 * u3
+        b0 += p0 * v0
+        b1 += p1 * v1
+        b2 += p2 * v2
+        b3 += p3 * v3
+        e += 4
+    while e < end:
+        j0 = indices[e]
+        u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
+        p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
+        a0 += p0 * u0
+        b0 += p0 * v0
+        e += 1
+    F[i, 0] = (a0 + a1) + (a2 + a3)
+    F[i, 1] = (b0 + b1) + (b2 + b3)
 
 
 def locality_order(P: sp.csr_matrix) -> np.ndarray:
@@ -235,6 +262,7 @@ class Attraction:
             locality = P.shape[0] > LOCALITY_ABOVE
         self.order = locality_order(P) if locality else None
         self.P = P if self.order is None else permuted(P, self.order)
+        self.runs = row_runs(self.P.indptr)
 
     def __call__(self, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:
         P = self.P
@@ -246,9 +274,9 @@ class Attraction:
             F, plogt = _attraction_kernel(P.indptr, P.indices, P.data, Y, want_log, work=P.nnz)
         elif self.single_precision and not want_log:
             F = _attraction_planar_single(P.indptr, P.indices, P.data, Y.astype(np.float32),
-                                          work=P.nnz)
+                                          self.runs, work=P.nnz)
         else:
-            F, plogt = _attraction_planar(P.indptr, P.indices, P.data, Y, want_log,
+            F, plogt = _attraction_planar(P.indptr, P.indices, P.data, Y, want_log, self.runs,
                                           work=P.nnz)
         if self.order is not None:
             F = _put_rows(F, self.order)
