@@ -46,8 +46,8 @@ def row_runs(indptr: np.ndarray, runs: int = ROW_RUNS) -> np.ndarray:
     n = len(indptr) - 1
     targets = np.linspace(0, indptr[-1], runs + 1)
     bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
-    bounds[0], bounds[-1] = 0, n
-    return np.minimum(bounds, n)
+    bounds[0], bounds[-1] = 0, n  # targets stay within [0, nnz], so bounds within [0, n]
+    return bounds
 
 
 @kernel(PARALLEL_FROM_NNZ)
@@ -269,7 +269,6 @@ class Attraction:
         if self.order is not None:
             Y = _take_rows(Y, self.order)
         # the row terms are summed here, serially: the same order on any thread count
-        plogt = None
         if Y.shape[1] != 2:
             F, plogt = _attraction_kernel(P.indptr, P.indices, P.data, Y, want_log, work=P.nnz)
         elif self.single_precision and not want_log:
