@@ -201,7 +201,8 @@ def run_one(case: str, runner: str, ee_iter: int, n_iter: int) -> dict:
                                 n_iter=n_iter)
         Y = model.fit_transform(X, prior)
         out.update(affinities_s=model.timings_["affinities"],
-                   optimization_s=model.timings_["optimization"], kl=model.kl_divergence_)
+                   optimization_s=model.timings_["optimization"], kl=model.kl_divergence_,
+                   stages_s={k: round(float(v), 2) for k, v in model.timings_.items()})
     # the peers' total is the wall time of their call, which also holds work between stages
     out.setdefault("total_s", out["affinities_s"] + out["optimization_s"])
     out["s_per_iter"] = out["optimization_s"] / max(1, ee_iter + n_iter)

@@ -203,43 +203,59 @@ def test_bad_P_is_rejected(rng):
         exact_objective(np.eye(5) / 5, Y)
 
 
-@pytest.mark.parametrize("single", [False, True])
-def test_attraction_over_uneven_rows(single, rng):
-    """The 2-D passes run over runs of rows with equal numbers of entries; rows of very
-    different lengths (here 1 to 167 entries, ~56k in all: the parallel twin) still give
-    the dense sums, and every run holds about 1/ROW_RUNS of the entries."""
-    from ctsne.forces.attraction import ROW_RUNS, row_runs
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_attraction_pairs_over_uneven_rows(threads, rng, monkeypatch):
+    """Each pair of P's upper triangle is computed once, by one block of rows per thread,
+    into that block's buffer. Rows of very different lengths (2 to ~170 entries, ~100k in
+    all: the parallel twin) still give the dense sums on any number of blocks, every block
+    holds about its share of the pairs, and its buffer spans every row it touches."""
+    from ctsne.forces.attraction import pair_blocks
 
     n = 1000
-    lengths = 1 + (np.arange(n) ** 2) // 6_000
+    lengths = 1 + (np.arange(n) ** 2) // 12_000
     rows = np.repeat(np.arange(n), lengths)
     cols = np.concatenate([rng.choice(n, size=m, replace=False) for m in lengths])
-    P = sp.csr_matrix((rng.random(len(rows)), (rows, cols)), shape=(n, n))
-    P.sum_duplicates()
-    runs = row_runs(P.indptr)
-    assert runs[0] == 0 and runs[-1] == n and np.all(np.diff(runs) >= 0)
-    per_run = np.diff(P.indptr[runs])
-    assert per_run.max() <= P.nnz / ROW_RUNS + lengths.max()
-    att = Attraction(P, single_precision=single, locality=False)
+    A = sp.csr_matrix((rng.random(len(rows)), (rows, cols)), shape=(n, n))
+    A.setdiag(0.0)
+    P = (A + A.T).tocsr()
+    P.eliminate_zeros()
+    monkeypatch.setattr("numba.get_num_threads", lambda: threads)
+    att = Attraction(P, locality=False)
+    U = att.U
+    assert U.nnz * 2 == P.nnz
+    b_rows, reach, offsets = pair_blocks(U.indptr, U.indices, threads)
+    assert b_rows[0] == 0 and b_rows[-1] == n and np.all(np.diff(b_rows) >= 0)
+    per_block = np.diff(U.indptr[b_rows])
+    assert per_block.max() <= U.nnz / threads + np.diff(U.indptr).max()
+    for t in range(threads):
+        part = U.indices[U.indptr[b_rows[t]]:U.indptr[b_rows[t + 1]]]
+        assert part.size == 0 or (part.min() >= b_rows[t] and part.max() < reach[t])
+        assert offsets[t + 1] - offsets[t] == reach[t] - b_rows[t]
     Y = rng.normal(scale=20.0, size=(n, 2))
     diff = Y[:, None, :] - Y[None, :, :]
     T = 1.0 / (1.0 + (diff**2).sum(-1))
     ref = ((P.toarray() * T)[:, :, None] * diff).sum(1)
     F, _ = att(Y)
-    assert np.abs(F - ref).max() <= (1e-5 if single else 1e-12) * np.abs(ref).max()
+    assert threads in att._blocks  # the pass ran on this many blocks
+    assert np.abs(F - ref).max() <= 1e-12 * np.abs(ref).max()
+    F, plogt = att(Y, True)
+    assert np.abs(F - ref).max() <= 1e-12 * np.abs(ref).max()
+    assert plogt == pytest.approx((P.toarray() * np.log(T)).sum(), rel=1e-12)
 
 
 @pytest.mark.parametrize("locality", [False, True])
-@pytest.mark.parametrize("single", [False, True])
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
-def test_attraction_matches_dense_sums(d, single, locality, rng):
-    """Attraction equals the dense ``Σ_j p_ij t_ij (y_i − y_j)`` and ``Σ p log t``; with
-    float32 partner coordinates and P values (used above 50k points) to the float32
-    rounding, and the KL always in full precision; the same over P's copy in locality
-    order (used above 50k points), whose results come back in the points' order."""
+def test_attraction_matches_dense_sums(d, threads, locality, rng, monkeypatch):
+    """Attraction, each pair computed once (on one block, or on three: the parallel
+    twin), equals the dense ``Σ_j p_ij t_ij (y_i − y_j)`` and ``Σ p log t``; the same over
+    P's copy in locality order (used above 50k points), whose results come back in the
+    points' order."""
     n = 300
-    P = random_affinities(n, rng, density=0.05)
-    att = Attraction(sp.csr_matrix(P), single_precision=single, locality=locality)
+    P = random_affinities(n, rng)
+    monkeypatch.setattr("numba.get_num_threads", lambda: threads)
+    att = Attraction(sp.csr_matrix(P), locality=locality)
+    assert 2 * att.U.nnz >= 40_000  # the parallel twin where threads > 1
     if locality:  # a real reordering, not the identity
         assert not np.array_equal(att.order, np.arange(n))
     Y = rng.normal(scale=20.0, size=(n, d))
@@ -247,8 +263,8 @@ def test_attraction_matches_dense_sums(d, single, locality, rng):
     T = 1.0 / (1.0 + (diff**2).sum(-1))
     ref = ((P * T)[:, :, None] * diff).sum(1)
     F, _ = att(Y)
-    tol = 1e-5 if single and d == 2 else 1e-12
-    assert np.abs(F - ref).max() <= tol * np.abs(ref).max()
+    assert list(att._blocks) == [threads]
+    assert np.abs(F - ref).max() <= 1e-12 * np.abs(ref).max()
     F, plogt = att(Y, True)
     np.testing.assert_allclose(F, ref, rtol=1e-12, atol=1e-15)
     assert plogt == pytest.approx((P * np.log(T)).sum(), rel=1e-12)

@@ -1,4 +1,4 @@
-"""Attractive forces over the non-zeros of a symmetric sparse P, parallel over points."""
+"""Attractive forces over the pairs of a symmetric sparse P, each pair computed once."""
 
 from __future__ import annotations
 
@@ -8,46 +8,116 @@ import scipy.sparse as sp
 
 from .._parallel import kernel
 
-__all__ = ["Attraction", "attraction", "attraction_to_fixed", "row_runs"]
+__all__ = ["Attraction", "attraction", "attraction_to_fixed", "pair_blocks", "upper_triangle"]
 
-# Above this many points the 2-D pass works on a float32 copy of Y. The partners of a row
-# are scattered over the layout: at 10⁶ points the float32 table (8 MB) stays in the
-# shared cache where the float64 one does not (0.3 s instead of 0.8–1.3 s per pass, 132M
-# non-zeros). Once the partners are cached (locality order, below) the pass is bound by
-# its arithmetic, the division above all: differences, squares and the quotient in
-# float32, four entries at a time, the sums in float64, take 0.88–0.95× the time of the
-# float64 arithmetic on float32 partners (interleaved runs, 2 threads, 2026-11-27: 250k
-# points, standard P; 100k, label-balanced P of 316 non-zeros a row), where float32
-# values of P alone gained nothing (1.00×: the pass does not wait on streaming P). The
-# rounding (2^-24 relative on coordinates and quotients; forces within 1e-6 of the float64
-# pass) lies far below the approximate repulsion's error; the KL and the exact method
-# always use float64.
-SINGLE_PRECISION_ABOVE = 50_000
 # Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
 PARALLEL_FROM_NNZ = 40_000
 # Above this many points the pass runs over a copy of P whose rows and columns follow a
 # reverse Cuthill-McKee order of P's graph: a row's partners then lie near it in memory
 # and their coordinates are mostly still in cache. The points' own order (a file's, often
-# random) scatters the reads. Measured at 250k points (33M non-zeros, 2 threads): 0.092 s
-# per pass in the given order, 0.060 s in this order (0.070 s in a k-d tree's leaf order);
-# the order and the copy cost 0.5 s and P's size. On a label-balanced P (315 non-zeros
-# per row) it gains ~8 %: there the pass is bound by its arithmetic.
+# random) scatters the reads. Measured with the pass over pairs (below; 2 threads,
+# 2026-11-27): 0.70x the time a pass in the given order at 250k points (standard P, 33M
+# non-zeros: 45.8 -> 31.9 ms), 0.82x at 200k with a label-balanced P (63M). The order
+# and the copy cost ~1-2 s and half P's size.
 LOCALITY_ABOVE = 50_000
-# The 2-D passes run over this many runs of rows holding equal numbers of non-zeros, not
-# over single rows: numba's prange gives each thread an equal count of iterations, and a
-# label-balanced P's rows in locality order are uneven (at 200k points the second half of
-# the rows held 1.16x the first half's entries, so one of two threads idled ~14 % of a
-# pass). 64 runs keep any thread count up to 8 within ~10 % of even.
-ROW_RUNS = 64
+# P's upper triangle in its own order is taken with numpy below this many non-zeros (no
+# kernel to compile in a small first fit), with the permuting kernel above (0.3 s instead
+# of 1.8 s at 63M non-zeros; the same result).
+UPPER_IN_NUMPY_BELOW = 2_000_000
+# Each pair (i, j) of P's upper triangle is computed once and applied to both points, with
+# opposite signs: P is symmetric, so this halves the divisions and partner loads of a pass
+# over all of P's rows. Interleaved, 2 threads, 2026-11-27, against that pass in float32
+# arithmetic (which it replaces): 0.86x a pass at 200k points with a label-balanced P of
+# 63M non-zeros, 0.63x at 250k with the standard P (33M) and at 10⁶ with a layout's P
+# (70M). In float32 it would gain less (0.87x, 0.76x, 0.82x): with half the partners to
+# load, the pass is no longer bound by their reads, and the conversions cost more than the
+# narrower loads save.
+# The thread that computes a pair cannot add to j's force without racing, so each thread
+# (block of rows) adds into its own buffer, which spans only the rows its pairs reach
+# (from its first row to its furthest partner: P's copy in locality order keeps that
+# short), and the buffers are summed after, per point, in block order. The blocks hold
+# equal numbers of pairs and are fixed by the thread count, so a sum never depends on
+# scheduling (as everywhere: the last bits do depend on the thread count).
 
 
-def row_runs(indptr: np.ndarray, runs: int = ROW_RUNS) -> np.ndarray:
-    """Row boundaries (``runs + 1``, non-decreasing) that split the non-zeros evenly."""
+def pair_blocks(indptr: np.ndarray, indices: np.ndarray, blocks: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How ``blocks`` threads share an upper-triangular P's rows.
+
+    Returns ``rows`` (blocks + 1, the first row of each block and n), ``reach`` (the row
+    after the last one each block's pairs touch) and ``offsets`` (blocks + 1: where each
+    block's buffer, rows ``rows[t] … reach[t] − 1``, starts in the shared one).
+    """
     n = len(indptr) - 1
-    targets = np.linspace(0, indptr[-1], runs + 1)
-    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
-    bounds[0], bounds[-1] = 0, n  # targets stay within [0, nnz], so bounds within [0, n]
-    return bounds
+    targets = np.linspace(0, indptr[-1], blocks + 1)
+    rows = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    rows[0], rows[-1] = 0, n  # targets stay within [0, nnz], so rows within [0, n]
+    reach = rows[1:].copy()
+    for t in range(blocks):
+        part = indices[indptr[rows[t]]:indptr[rows[t + 1]]]
+        if part.size:
+            reach[t] = max(reach[t], int(part.max()) + 1)
+    offsets = np.zeros(blocks + 1, dtype=np.int64)
+    np.cumsum(reach - rows[:-1], out=offsets[1:])
+    return rows, reach, offsets
+
+
+def upper_triangle(P: sp.csr_matrix, order: np.ndarray | None = None) -> sp.csr_matrix:
+    """The entries ``i < j`` of ``P[order][:, order]`` (of P itself when ``order`` is None),
+    each row's entries in P's order (the passes need no sorted columns)."""
+    n = P.shape[0]
+    if order is None and P.nnz < UPPER_IN_NUMPY_BELOW:
+        rows = np.repeat(np.arange(n, dtype=P.indices.dtype), np.diff(P.indptr))
+        keep = P.indices > rows
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows[keep], minlength=n), out=indptr[1:])
+        return sp.csr_matrix((P.data[keep], P.indices[keep], indptr), shape=P.shape,
+                             copy=False)
+    if order is None:
+        order = np.arange(n)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.arange(n)
+    indptr, indices, data = _permuted_upper(P.indptr, P.indices, P.data, order, inv,
+                                            work=P.nnz)
+    return sp.csr_matrix((data, indices, indptr), shape=P.shape, copy=False)
+
+
+@kernel(PARALLEL_FROM_NNZ)
+def _permuted_upper(indptr, indices, data, order, inv):
+    n = order.shape[0]
+    counts = np.zeros(n + 1, dtype=np.int64)
+    for r in numba.prange(n):
+        c = 0
+        for a in range(indptr[order[r]], indptr[order[r] + 1]):
+            if inv[indices[a]] > r:
+                c += 1
+        counts[r + 1] = c
+    new_indptr = np.cumsum(counts)
+    new_indices = np.empty(new_indptr[n], dtype=indices.dtype)
+    new_data = np.empty(new_indptr[n], dtype=data.dtype)
+    for r in numba.prange(n):
+        e = new_indptr[r]
+        for a in range(indptr[order[r]], indptr[order[r] + 1]):
+            c = inv[indices[a]]
+            if c > r:
+                new_indices[e] = c
+                new_data[e] = data[a]
+                e += 1
+    return new_indptr, new_indices, new_data
+
+
+@numba.njit(inline="always")
+def _sum_blocks(B, rows, reach, offsets, lo, hi, F):
+    """``F[i] = Σ_t`` block t's buffer at i, for the rows lo … hi − 1, in block order."""
+    for i in range(lo, hi):
+        for k in range(F.shape[1]):
+            s = 0.0
+            for t in range(rows.shape[0] - 1):
+                if rows[t] > i:
+                    break
+                if i < reach[t]:
+                    s += B[offsets[t] + i - rows[t], k]
+            F[i, k] = s
 
 
 @kernel(PARALLEL_FROM_NNZ)
@@ -82,110 +152,74 @@ def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
 
 
 @kernel(PARALLEL_FROM_NNZ)
-def _attraction_kernel(indptr, indices, data, Y, want_log):
+def _attraction_kernel(indptr, indices, data, Y, want_log, rows, reach, offsets):
     n, d = Y.shape
-    F = np.zeros((n, d))
-    plogt = np.zeros(n)
-    for i in numba.prange(n):
+    T = rows.shape[0] - 1
+    B = np.zeros((offsets[T], d))
+    plogt = np.zeros(T)
+    for t in numba.prange(T):
+        base = offsets[t] - rows[t]
         acc = 0.0
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            d2 = 0.0
-            for k in range(d):
-                diff = Y[i, k] - Y[j, k]
-                d2 += diff * diff
-            q = 1.0 + d2
-            pt = data[e] / q
-            for k in range(d):
-                F[i, k] += pt * (Y[i, k] - Y[j, k])
-            if want_log:
-                acc -= data[e] * np.log(q)
-        plogt[i] = acc
+        for i in range(rows[t], rows[t + 1]):
+            for e in range(indptr[i], indptr[i + 1]):
+                j = indices[e]
+                d2 = 0.0
+                for k in range(d):
+                    diff = Y[i, k] - Y[j, k]
+                    d2 += diff * diff
+                q = 1.0 + d2
+                pt = data[e] / q
+                for k in range(d):
+                    f = pt * (Y[i, k] - Y[j, k])
+                    B[base + i, k] += f
+                    B[base + j, k] -= f
+                if want_log:
+                    acc -= data[e] * np.log(q)
+        plogt[t] = 2.0 * acc  # each pair stands for p_ij and p_ji
+    F = np.empty((n, d))
+    for t in numba.prange(T):
+        _sum_blocks(B, rows, reach, offsets, rows[t], rows[t + 1], F)
     return F, plogt
 
 
 @kernel(PARALLEL_FROM_NNZ)
-def _attraction_planar(indptr, indices, data, Y, want_log, runs):
-    """``_attraction_kernel`` for d = 2, sums kept in registers, over the row runs."""
+def _attraction_planar(indptr, indices, data, Y, want_log, rows, reach, offsets):
+    """``_attraction_kernel`` for d = 2, a row's own sums kept in registers."""
     n = Y.shape[0]
+    T = rows.shape[0] - 1
+    B = np.zeros((offsets[T], 2))
+    plogt = np.zeros(T)
+    for t in numba.prange(T):
+        base = offsets[t] - rows[t]
+        acc = 0.0
+        for i in range(rows[t], rows[t + 1]):
+            y0, y1 = Y[i, 0], Y[i, 1]
+            f0 = f1 = 0.0
+            for e in range(indptr[i], indptr[i + 1]):
+                j = indices[e]
+                a = y0 - Y[j, 0]
+                b = y1 - Y[j, 1]
+                q = 1.0 + (a * a + b * b)
+                pt = data[e] / q
+                fa = pt * a
+                fb = pt * b
+                f0 += fa
+                f1 += fb
+                B[base + j, 0] -= fa
+                B[base + j, 1] -= fb
+                if want_log:
+                    # log(q), not log1p(d²): numba's log1p calls libm's, and took 2.4x
+                    # the time of the whole pass with log (200k points, label-balanced
+                    # P: 0.88 s against 0.36 s; 0.12 s without the KL). They differ
+                    # only where d² is below float64's resolution at 1, by less than d².
+                    acc -= data[e] * np.log(q)
+            B[base + i, 0] += f0
+            B[base + i, 1] += f1
+        plogt[t] = 2.0 * acc
     F = np.empty((n, 2))
-    plogt = np.zeros(n)
-    for r in numba.prange(runs.shape[0] - 1):
-        for i in range(runs[r], runs[r + 1]):
-            _planar_row(indptr, indices, data, Y, want_log, i, F, plogt)
+    for t in numba.prange(T):
+        _sum_blocks(B, rows, reach, offsets, rows[t], rows[t + 1], F)
     return F, plogt
-
-
-@numba.njit(inline="always")
-def _planar_row(indptr, indices, data, Y, want_log, i, F, plogt):
-    y0, y1 = Y[i, 0], Y[i, 1]
-    f0 = f1 = acc = 0.0
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        a = y0 - Y[j, 0]
-        b = y1 - Y[j, 1]
-        q = 1.0 + (a * a + b * b)
-        pt = data[e] / q
-        f0 += pt * a
-        f1 += pt * b
-        if want_log:
-            # log(q), not log1p(d²): numba's log1p calls libm's, and took 2.4x the
-            # time of the whole pass with log (200k points, label-balanced P: 0.88 s
-            # against 0.36 s; 0.12 s without the KL). They differ only where d² is
-            # below float64's resolution at 1, by less than d² itself.
-            acc -= data[e] * np.log(q)
-    F[i, 0] = f0
-    F[i, 1] = f1
-    plogt[i] = acc
-
-
-@kernel(PARALLEL_FROM_NNZ)
-def _attraction_planar_single(indptr, indices, data, Y32, runs):
-    """``_attraction_planar`` in float32 arithmetic (``Y32``: Y in float32), four
-    entries per step in independent lanes, each lane and the row summed in float64."""
-    n = Y32.shape[0]
-    F = np.empty((n, 2))
-    for r in numba.prange(runs.shape[0] - 1):
-        for i in range(runs[r], runs[r + 1]):
-            _planar_single_row(indptr, indices, data, Y32, i, F)
-    return F
-
-
-@numba.njit(inline="always")
-def _planar_single_row(indptr, indices, data, Y32, i, F):
-    one = np.float32(1.0)
-    y0, y1 = Y32[i, 0], Y32[i, 1]
-    a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0.0
-    e = indptr[i]
-    end = indptr[i + 1]
-    while e + 4 <= end:
-        j0, j1, j2, j3 = indices[e], indices[e + 1], indices[e + 2], indices[e + 3]
-        u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
-        u1, v1 = y0 - Y32[j1, 0], y1 - Y32[j1, 1]
-        u2, v2 = y0 - Y32[j2, 0], y1 - Y32[j2, 1]
-        u3, v3 = y0 - Y32[j3, 0], y1 - Y32[j3, 1]
-        p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
-        p1 = np.float32(data[e + 1]) / (one + u1 * u1 + v1 * v1)
-        p2 = np.float32(data[e + 2]) / (one + u2 * u2 + v2 * v2)
-        p3 = np.float32(data[e + 3]) / (one + u3 * u3 + v3 * v3)
-        a0 += p0 * u0
-        a1 += p1 * u1
-        a2 += p2 * u2
-        a3 += p3 * u3
-        b0 += p0 * v0
-        b1 += p1 * v1
-        b2 += p2 * v2
-        b3 += p3 * v3
-        e += 4
-    while e < end:
-        j0 = indices[e]
-        u0, v0 = y0 - Y32[j0, 0], y1 - Y32[j0, 1]
-        p0 = np.float32(data[e]) / (one + u0 * u0 + v0 * v0)
-        a0 += p0 * u0
-        b0 += p0 * v0
-        e += 1
-    F[i, 0] = (a0 + a1) + (a2 + a3)
-    F[i, 1] = (b0 + b1) + (b2 + b3)
 
 
 def locality_order(P: sp.csr_matrix) -> np.ndarray:
@@ -193,31 +227,6 @@ def locality_order(P: sp.csr_matrix) -> np.ndarray:
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
     return np.ascontiguousarray(reverse_cuthill_mckee(P, symmetric_mode=True), dtype=np.int64)
-
-
-def permuted(P: sp.csr_matrix, order: np.ndarray) -> sp.csr_matrix:
-    """``P[order][:, order]``: row r is point ``order[r]``, each row's entries in P's order
-    (the passes do not need sorted columns; scipy's indexing took 2.8 s at 33M non-zeros)."""
-    n = P.shape[0]
-    inv = np.empty(n, dtype=np.int64)
-    inv[order] = np.arange(n)
-    lengths = np.diff(P.indptr)[order]
-    indptr = np.zeros(n + 1, dtype=P.indptr.dtype)
-    np.cumsum(lengths, out=indptr[1:])
-    indices = np.empty_like(P.indices)
-    data = np.empty_like(P.data)
-    _permute_rows(P.indptr, P.indices, P.data, order, inv, indptr, indices, data)
-    return sp.csr_matrix((data, indices, indptr), shape=P.shape, copy=False)
-
-
-@kernel(PARALLEL_FROM_NNZ)
-def _permute_rows(indptr, indices, data, order, inv, new_indptr, new_indices, new_data):
-    for r in numba.prange(order.shape[0]):
-        e = new_indptr[r]
-        for a in range(indptr[order[r]], indptr[order[r] + 1]):
-            new_indices[e] = inv[indices[a]]
-            new_data[e] = data[a]
-            e += 1
 
 
 @kernel(PARALLEL_FROM_NNZ)
@@ -244,47 +253,43 @@ class Attraction:
     Parameters
     ----------
     P : csr_matrix (n, n)
-        Symmetric: row i lists all of i's partners.
-    single_precision : bool, optional
-        The 2-D pass in float32 arithmetic (sums in float64) when the KL is not asked
-        for; default: above ``SINGLE_PRECISION_ABOVE`` points.
+        Symmetric: only the entries above the diagonal are read, each for both points
+        of its pair.
     locality : bool, optional
         Run over a copy of P in :func:`locality_order` (the results come back in the
         points' order); default: above ``LOCALITY_ABOVE`` points.
     """
 
-    def __init__(self, P: sp.csr_matrix, single_precision: bool | None = None,
-                 locality: bool | None = None):
-        if single_precision is None:
-            single_precision = P.shape[0] > SINGLE_PRECISION_ABOVE
-        self.single_precision = single_precision
+    def __init__(self, P: sp.csr_matrix, locality: bool | None = None):
         if locality is None:
             locality = P.shape[0] > LOCALITY_ABOVE
         self.order = locality_order(P) if locality else None
-        self.P = P if self.order is None else permuted(P, self.order)
-        self.runs = row_runs(self.P.indptr)
+        self.U = upper_triangle(P, self.order)
+        self._blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def blocks(self, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`pair_blocks` of the pass for ``threads`` threads (computed once)."""
+        if threads not in self._blocks:
+            self._blocks[threads] = pair_blocks(self.U.indptr, self.U.indices, threads)
+        return self._blocks[threads]
 
     def __call__(self, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:
-        P = self.P
+        U = self.U
         if self.order is not None:
             Y = _take_rows(Y, self.order)
-        # the row terms are summed here, serially: the same order on any thread count
-        if Y.shape[1] != 2:
-            F, plogt = _attraction_kernel(P.indptr, P.indices, P.data, Y, want_log, work=P.nnz)
-        elif self.single_precision and not want_log:
-            F = _attraction_planar_single(P.indptr, P.indices, P.data, Y.astype(np.float32),
-                                          self.runs, work=P.nnz)
-        else:
-            F, plogt = _attraction_planar(P.indptr, P.indices, P.data, Y, want_log, self.runs,
-                                          work=P.nnz)
+        kern = _attraction_planar if Y.shape[1] == 2 else _attraction_kernel
+        variant = kern.pick(2 * U.nnz)  # work: the non-zeros of P
+        blocks = self.blocks(1 if variant is kern.serial else numba.get_num_threads())
+        F, plogt = variant(U.indptr, U.indices, U.data, Y, want_log, *blocks)
         if self.order is not None:
             F = _put_rows(F, self.order)
+        # the blocks' log terms are summed here, in block order
         return F, float(plogt.sum()) if want_log else 0.0
 
 
 def attraction(P: sp.csr_matrix, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:
     """``F_i = Σ_j p_ij t_ij (y_i − y_j)`` and, if asked, ``Σ_ij p_ij log t_ij``.
 
-    ``P`` must be symmetric CSR (row i lists all of i's partners).
+    ``P`` must be symmetric CSR (the entries above the diagonal are read).
     """
-    return Attraction(P, single_precision=False)(Y, want_log)
+    return Attraction(P)(Y, want_log)

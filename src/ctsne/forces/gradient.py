@@ -67,7 +67,7 @@ class ConditionalGradient:
     def __init__(self, P: sp.csr_matrix, prior: Prior | None, d: int, method: str,
                  engine_params: dict | None = None):
         self.P = P
-        self.attraction = Attraction(P, single_precision=None if method != "exact" else False)
+        self.attraction = Attraction(P)
         n = P.shape[0]
         terms = prior.terms() if prior is not None else [PriorTerm(1.0, None, 1)]
         self.repulsion = ConditionalRepulsion(terms, n, d, method, engine_params)
