@@ -26,12 +26,14 @@ LOCALITY_ABOVE = 50_000
 UPPER_IN_NUMPY_BELOW = 2_000_000
 # Each pair (i, j) of P's upper triangle is computed once and applied to both points, with
 # opposite signs: P is symmetric, so this halves the divisions and partner loads of a pass
-# over all of P's rows. Interleaved, 2 threads, 2026-11-27, against that pass in float32
-# arithmetic (which it replaces): 0.86x a pass at 200k points with a label-balanced P of
-# 63M non-zeros, 0.63x at 250k with the standard P (33M) and at 10⁶ with a layout's P
-# (70M). In float32 it would gain less (0.87x, 0.76x, 0.82x): with half the partners to
-# load, the pass is no longer bound by their reads, and the conversions cost more than the
-# narrower loads save.
+# over all of P's rows. Against that pass in float32 arithmetic (which it replaces), 2
+# threads, 2026-11-27, the caches evicted between passes as the repulsion does in a fit:
+# 0.81x a pass at 200k points with a label-balanced P (63M non-zeros), 0.84x at 250k with
+# the standard P (33M); 0.63-0.86x with warm caches, where the pass over pairs in float32
+# gained less (0.76-0.87x): with half the partners to load, the conversions cost more than
+# the narrower loads save. A row's partners are read in column order (the copy's columns
+# are sorted: 0.87x a pass with the label-balanced P, 0.95x with the standard one, for
+# 0.8 s and 0.35 s of sorting once).
 # The thread that computes a pair cannot add to j's force without racing, so each thread
 # (block of rows) adds into its own buffer, which spans only the rows its pairs reach
 # (from its first row to its furthest partner: P's copy in locality order keeps that
@@ -106,20 +108,6 @@ def _permuted_upper(indptr, indices, data, order, inv):
     return new_indptr, new_indices, new_data
 
 
-@numba.njit(inline="always")
-def _sum_blocks(B, rows, reach, offsets, lo, hi, F):
-    """``F[i] = Σ_t`` block t's buffer at i, for the rows lo … hi − 1, in block order."""
-    for i in range(lo, hi):
-        for k in range(F.shape[1]):
-            s = 0.0
-            for t in range(rows.shape[0] - 1):
-                if rows[t] > i:
-                    break
-                if i < reach[t]:
-                    s += B[offsets[t] + i - rows[t], k]
-            F[i, k] = s
-
-
 @kernel(PARALLEL_FROM_NNZ)
 def _fixed_kernel(Y, Y_ref, idx, cond):
     m, d = Y.shape
@@ -153,7 +141,8 @@ def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
 
 @kernel(PARALLEL_FROM_NNZ)
 def _attraction_kernel(indptr, indices, data, Y, want_log, rows, reach, offsets):
-    n, d = Y.shape
+    """Each block's buffer (see :func:`pair_blocks`) and its ``Σ p log t``."""
+    d = Y.shape[1]
     T = rows.shape[0] - 1
     B = np.zeros((offsets[T], d))
     plogt = np.zeros(T)
@@ -176,16 +165,12 @@ def _attraction_kernel(indptr, indices, data, Y, want_log, rows, reach, offsets)
                 if want_log:
                     acc -= data[e] * np.log(q)
         plogt[t] = 2.0 * acc  # each pair stands for p_ij and p_ji
-    F = np.empty((n, d))
-    for t in numba.prange(T):
-        _sum_blocks(B, rows, reach, offsets, rows[t], rows[t + 1], F)
-    return F, plogt
+    return B, plogt
 
 
 @kernel(PARALLEL_FROM_NNZ)
 def _attraction_planar(indptr, indices, data, Y, want_log, rows, reach, offsets):
     """``_attraction_kernel`` for d = 2, a row's own sums kept in registers."""
-    n = Y.shape[0]
     T = rows.shape[0] - 1
     B = np.zeros((offsets[T], 2))
     plogt = np.zeros(T)
@@ -216,10 +201,7 @@ def _attraction_planar(indptr, indices, data, Y, want_log, rows, reach, offsets)
             B[base + i, 0] += f0
             B[base + i, 1] += f1
         plogt[t] = 2.0 * acc
-    F = np.empty((n, 2))
-    for t in numba.prange(T):
-        _sum_blocks(B, rows, reach, offsets, rows[t], rows[t + 1], F)
-    return F, plogt
+    return B, plogt
 
 
 def locality_order(P: sp.csr_matrix) -> np.ndarray:
@@ -238,12 +220,33 @@ def _take_rows(Y, order):
     return out
 
 
+def summed_blocks(B: np.ndarray, rows: np.ndarray, reach: np.ndarray,
+                  offsets: np.ndarray) -> np.ndarray:
+    """The forces from the blocks' buffers (see :func:`pair_blocks`): each point's sum
+    over the blocks that reach it, in block order."""
+    if len(rows) == 2:  # one block spans every row
+        return B
+    F = np.zeros((rows[-1], B.shape[1]))
+    for t in range(len(rows) - 1):
+        F[rows[t]:reach[t]] += B[offsets[t]:offsets[t + 1]]
+    return F
+
+
 @kernel(PARALLEL_FROM_NNZ)
-def _put_rows(F, order):
-    out = np.empty_like(F)
-    for r in numba.prange(order.shape[0]):
-        for k in range(F.shape[1]):
-            out[order[r], k] = F[r, k]
+def _put_blocks(B, rows, reach, offsets, order):
+    """``summed_blocks`` into the points' order: row r of the copy is point order[r]."""
+    n = order.shape[0]
+    T = rows.shape[0] - 1
+    out = np.empty((n, B.shape[1]))
+    for r in numba.prange(n):
+        for k in range(B.shape[1]):
+            s = 0.0
+            for t in range(T):
+                if rows[t] > r:
+                    break
+                if r < reach[t]:
+                    s += B[offsets[t] + r - rows[t], k]
+            out[order[r], k] = s
     return out
 
 
@@ -265,6 +268,7 @@ class Attraction:
             locality = P.shape[0] > LOCALITY_ABOVE
         self.order = locality_order(P) if locality else None
         self.U = upper_triangle(P, self.order)
+        self.U.sort_indices()
         self._blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def blocks(self, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -280,9 +284,13 @@ class Attraction:
         kern = _attraction_planar if Y.shape[1] == 2 else _attraction_kernel
         variant = kern.pick(2 * U.nnz)  # work: the non-zeros of P
         blocks = self.blocks(1 if variant is kern.serial else numba.get_num_threads())
-        F, plogt = variant(U.indptr, U.indices, U.data, Y, want_log, *blocks)
-        if self.order is not None:
-            F = _put_rows(F, self.order)
+        B, plogt = variant(U.indptr, U.indices, U.data, Y, want_log, *blocks)
+        # the buffers are summed here, not in the pass: a second parallel loop in it
+        # doubled its compile time (0.61 -> 1.12 s in a fresh environment)
+        if self.order is None:
+            F = summed_blocks(B, *blocks)
+        else:
+            F = _put_blocks(B, *blocks, self.order, work=2 * U.nnz)
         # the blocks' log terms are summed here, in block order
         return F, float(plogt.sum()) if want_log else 0.0
 
