@@ -82,6 +82,24 @@ def test_all_points_coincide(d):
     assert Z == pytest.approx(m * (m - 1.0), rel=1e-12)
 
 
+@pytest.mark.parametrize("bits", [1, 11, 40, 62])
+def test_key_order_is_a_stable_sort(bits):
+    """The radix sort of the Morton keys equals numpy's stable argsort, ties (points of one
+    capped cell) in input order; digits every key shares (few distinct high bits here)
+    are skipped."""
+    from ctsne.forces.repulsion._zorder import key_order
+
+    rng = np.random.default_rng(bits)
+    keys = rng.integers(0, 2**bits, size=5000, dtype=np.int64)
+    keys[::7] = keys[3]  # ties
+    keys[:100] = 2**bits - 1  # the largest key
+    order, skeys = key_order(keys, bits)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(skeys, keys[order])
+    one, _ = key_order(np.full(10, keys[5]), bits)
+    np.testing.assert_array_equal(one, np.arange(10))
+
+
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_many_duplicates_among_spread_points(d):
     rng = np.random.default_rng(11)

@@ -43,6 +43,7 @@ import numba
 import numpy as np
 
 from ..._parallel import kernel
+from ._zorder import bounding_box, key_order, morton_keys, sort_points, unsort
 
 __all__ = ["repulsion_bh"]
 
@@ -55,18 +56,13 @@ _LEAF_SIZE = 32
 _GROUP = 128
 # Starting capacity of a group's far-cell and near-point lists (grown by _grow when full).
 _LIST_START = 256
-# Runs of the bounding-box pass: tasks for a few threads. Minima and maxima do not depend
-# on how the points are split, so the box is the same for any number of runs.
-_BOX_RUNS = 8
 # Row layout of the per-node summary table: centre (3), count, moments xx yy zz xy xz yz,
 # trace. Output dimensions below 3 are padded with zeros, which add nothing to any sum.
 _NF = 11
 # Points from which the traversal runs on the thread pool: below, a parallel launch costs
 # more than it saves, and on a busy machine waiting for a second thread can take
-# milliseconds. The per-point passes (box, keys, sort, unsort) cost ~10 ns a point: they
-# pay from far more points.
+# milliseconds (the per-point passes before and after it: ``_zorder.PARALLEL_FROM``).
 _PARALLEL_WALK_FROM = 512
-_PARALLEL_PASS_FROM = 50_000
 # Points from which the float32 sweeps are used (a few points are mostly near pairs).
 _SINGLE_FROM = 512
 # From this opening angle on (d ≤ 2), the sweeps run in float32: the angle's error
@@ -77,89 +73,6 @@ _SINGLE_FROM_THETA = 0.3
 # ``inline="always"``): compiled separately, a process that compiled them ran other machine
 # code (other rounding) than one that loaded the kernel from the cache.
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
-
-
-@kernel(_PARALLEL_PASS_FROM)
-def _bounding_box(Y):
-    """Per-axis minimum and maximum; NaN if any value is not finite."""
-    n, d = Y.shape
-    lo = np.empty((_BOX_RUNS, d))
-    hi = np.empty((_BOX_RUNS, d))
-    bad = np.zeros(_BOX_RUNS, dtype=np.bool_)
-    for c in numba.prange(_BOX_RUNS):
-        for k in range(d):
-            lo[c, k] = np.inf
-            hi[c, k] = -np.inf
-        for i in range(c * n // _BOX_RUNS, (c + 1) * n // _BOX_RUNS):
-            for k in range(d):
-                v = Y[i, k]
-                if not np.isfinite(v):
-                    bad[c] = True
-                lo[c, k] = min(lo[c, k], v)
-                hi[c, k] = max(hi[c, k], v)
-    out_lo = np.empty(d)
-    out_hi = np.empty(d)
-    for k in range(d):
-        out_lo[k] = lo[:, k].min()
-        out_hi[k] = hi[:, k].max()
-    if bad.any():
-        out_lo[:] = np.nan
-    return out_lo, out_hi
-
-
-@numba.njit(cache=True, inline="always")
-def _spread(q, d):
-    """Move bit b of ``q`` to bit b·d (d = 2: 31 bits, d = 3: 21 bits), by mask steps."""
-    if d == 2:
-        q = (q | (q << 16)) & 0x0000FFFF0000FFFF
-        q = (q | (q << 8)) & 0x00FF00FF00FF00FF
-        q = (q | (q << 4)) & 0x0F0F0F0F0F0F0F0F
-        q = (q | (q << 2)) & 0x3333333333333333
-        q = (q | (q << 1)) & 0x5555555555555555
-    elif d == 3:
-        q = (q | (q << 32)) & 0x001F00000000FFFF
-        q = (q | (q << 16)) & 0x001F0000FF0000FF
-        q = (q | (q << 8)) & 0x100F00F00F00F00F
-        q = (q | (q << 4)) & 0x10C30C30C30C30C3
-        q = (q | (q << 2)) & 0x1249249249249249
-    return q
-
-
-@kernel(_PARALLEL_PASS_FROM)
-def _morton_keys(Y, origin, scale, levels):
-    n, d = Y.shape
-    top = (1 << levels) - 1
-    keys = np.zeros(n, dtype=np.int64)
-    for i in numba.prange(n):
-        key = 0
-        for k in range(d):
-            q = int((Y[i, k] - origin[k]) * scale)
-            key |= _spread(min(max(q, 0), top), d) << k
-        keys[i] = key
-    return keys
-
-
-@kernel(_PARALLEL_PASS_FROM)
-def _sort_points(Y, keys, order):
-    """Keys and points in key order, the points padded to three columns."""
-    n, d = Y.shape
-    Y3 = np.zeros((n, 3))
-    skeys = np.empty(n, dtype=np.int64)
-    for i in numba.prange(n):
-        j = order[i]
-        skeys[i] = keys[j]
-        for k in range(d):
-            Y3[i, k] = Y[j, k]
-    return skeys, Y3
-
-
-@kernel(_PARALLEL_PASS_FROM)
-def _unsort(F3, order, d):
-    F = np.empty((F3.shape[0], d))
-    for i in numba.prange(order.shape[0]):
-        for k in range(d):
-            F[order[i], k] = F3[i, k]
-    return F
 
 
 @numba.njit(cache=True)
@@ -547,7 +460,7 @@ def repulsion_bh(Y: np.ndarray, theta: float = 0.5) -> tuple[np.ndarray, float]:
     m, d = Y.shape
     if m < 2:
         return np.zeros_like(Y), 0.0
-    origin, top = _bounding_box(Y, work=m)  # numpy's axis-0 min/max is slow for few columns
+    origin, top = bounding_box(Y, work=m)  # numpy's axis-0 min/max is slow for few columns
     side = float(np.max(top - origin))
     if not np.isfinite(side):
         raise ValueError("Y contains non-finite values")
@@ -559,9 +472,9 @@ def repulsion_bh(Y: np.ndarray, theta: float = 0.5) -> tuple[np.ndarray, float]:
 def _repulsion(Y, theta, side, origin):
     m, d = Y.shape
     levels = _LEVELS[d]
-    keys = _morton_keys(Y, origin, float(2**levels) / side, levels, work=m)
-    order = np.argsort(keys)  # ties are points of one capped cell: any order
-    skeys, Y3 = _sort_points(Y, keys, order, work=m)
+    keys = morton_keys(Y, origin, float(2**levels) / side, levels, work=m)
+    order, skeys = key_order(keys, levels * d)
+    Y3 = sort_points(Y, order, work=m)
     lo, hi, level, first, nchild, summ = _build_tree(skeys, Y3, d, levels, _LEAF_SIZE)
 
     size = side * np.exp2(-level.astype(np.float64))
@@ -578,4 +491,4 @@ def _repulsion(Y, theta, side, origin):
     traverse = _traverse_single if single else _traverse
     F3, zrow = traverse(Y3, walk, summ, bounds, _GROUP, stack_size, work=m)
     # summed here in a fixed order, whatever the thread count
-    return _unsort(F3, order, d, work=m), float(zrow.sum())
+    return unsort(F3, order, d, work=m), float(zrow.sum())
