@@ -62,6 +62,33 @@ def test_optimisation_lowers_kl_and_continues(blobs):
     assert not np.array_equal(model.embedding_, Y0)
 
 
+def test_both_phases_share_one_gradient_and_time_it_once(blobs, monkeypatch):
+    """The gradient (P's copy for the attraction, the KL's constant) is set up once per
+    fit, for both phases; the stage timings add each phase's own seconds once."""
+    import ctsne.estimator.tsne as tsne
+
+    built = []
+    real = tsne.ConditionalGradient
+
+    class Counted(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append(self)
+
+    monkeypatch.setattr(tsne, "ConditionalGradient", Counted)
+    X, labels = blobs
+    model = ConditionalTSNE(random_state=0, **FAST).fit(X, labels)
+    assert len(built) == 1
+    t = model.timings_
+    # counted once: the model reports no more than the gradient's own totals (which also
+    # hold the final KL's pass); adding the first phase twice would exceed them
+    assert t["attraction"] + t["repulsion"] <= t["optimization"]
+    for stage in ("attraction", "repulsion"):
+        assert 0 < t[stage] <= built[0].timings[stage]
+    model.optimize(n_iter=10)
+    assert len(built) == 2  # a continuation sets up its own
+
+
 def test_callbacks_receive_progress_and_can_stop(blobs):
     X, labels = blobs
     seen = []
