@@ -98,6 +98,8 @@ def test_key_order_is_a_stable_sort(bits):
     np.testing.assert_array_equal(skeys, keys[order])
     one, _ = key_order(np.full(10, keys[5]), bits)
     np.testing.assert_array_equal(one, np.arange(10))
+    none, nokeys = key_order(keys[:0], bits)
+    assert none.shape == nokeys.shape == (0,)
 
 
 @pytest.mark.parametrize("d", [1, 2, 3])

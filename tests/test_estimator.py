@@ -106,8 +106,10 @@ def test_callbacks_receive_progress_and_can_stop(blobs):
 
 def test_ctrl_c_stops_after_the_iteration_and_a_second_one_aborts(blobs):
     X, labels = blobs
-    # the handler in place before (the default, or SIG_IGN in a background job)
-    before = signal.getsignal(signal.SIGINT)
+    # Python's own handler, as in a terminal: a job started in the background inherits
+    # SIG_IGN, which the optimiser leaves alone (Ctrl-C cannot reach it there), and the
+    # signals sent below would then be ignored
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def press(times):
         def cb(it, kl, Y):
@@ -116,17 +118,21 @@ def test_ctrl_c_stops_after_the_iteration_and_a_second_one_aborts(blobs):
                     os.kill(os.getpid(), signal.SIGINT)
         return cb
 
-    model = ConditionalTSNE(random_state=0, callbacks=press(1), callbacks_every_iters=20, **FAST)
-    with pytest.warns(UserWarning, match="interrupted after 40 iterations"):
-        model.fit(X, labels)
-    assert model.interrupted_ and model.n_iter_ == 40
-    assert np.all(np.isfinite(model.embedding_))
-    model.optimize(n_iter=20)  # the handler was restored and the run can go on
-    assert model.n_iter_ == 60 and not model.interrupted_
-    with pytest.raises(KeyboardInterrupt):
-        ConditionalTSNE(random_state=0, callbacks=press(2), callbacks_every_iters=20,
-                        **FAST).fit(X, labels)
-    assert signal.getsignal(signal.SIGINT) is before
+    try:
+        model = ConditionalTSNE(random_state=0, callbacks=press(1), callbacks_every_iters=20,
+                                **FAST)
+        with pytest.warns(UserWarning, match="interrupted after 40 iterations"):
+            model.fit(X, labels)
+        assert model.interrupted_ and model.n_iter_ == 40
+        assert np.all(np.isfinite(model.embedding_))
+        model.optimize(n_iter=20)  # the handler was restored and the run can go on
+        assert model.n_iter_ == 60 and not model.interrupted_
+        with pytest.raises(KeyboardInterrupt):
+            ConditionalTSNE(random_state=0, callbacks=press(2), callbacks_every_iters=20,
+                            **FAST).fit(X, labels)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_pipeline_passes_prior_as_second_argument(blobs):

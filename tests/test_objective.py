@@ -243,6 +243,29 @@ def test_attraction_pairs_over_uneven_rows(threads, rng, monkeypatch):
     assert plogt == pytest.approx((P.toarray() * np.log(T)).sum(), rel=1e-12)
 
 
+def test_attraction_blocks_stay_below_the_pairs_per_point(rng, monkeypatch):
+    """Eight threads over a ring (each point paired with its two next points: 2 pairs a
+    point) run two blocks, not eight: each block's buffer spans up to n rows, and the
+    forces are still the dense sums."""
+    n = 20_000
+    i = np.arange(n)
+    rows = np.concatenate([i, i])
+    cols = np.concatenate([(i + 1) % n, (i + 2) % n])
+    A = sp.csr_matrix((rng.random(2 * n) + 0.1, (rows, cols)), shape=(n, n))
+    P = (A + A.T).tocsr()
+    monkeypatch.setattr("numba.get_num_threads", lambda: 8)
+    att = Attraction(P, locality=False)
+    Y = rng.normal(scale=5.0, size=(n, 2))
+    F, _ = att(Y)
+    assert list(att._blocks) == [2]
+    C = P.tocoo()
+    diff = Y[C.row] - Y[C.col]
+    w = C.data / (1.0 + (diff**2).sum(1))
+    ref = np.zeros((n, 2))
+    np.add.at(ref, C.row, w[:, None] * diff)
+    assert np.abs(F - ref).max() <= 1e-12 * np.abs(ref).max()
+
+
 @pytest.mark.parametrize("locality", [False, True])
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("d", [1, 2, 3, 5])

@@ -365,7 +365,7 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         if not (self.interrupted_ or self._stopped):
             self._run(self.n_iter, self.exaggeration, FINAL_MOMENTUM, grad=grad)
         if self.n_iter_ == 0:  # no iteration ran (n_iter = early_exaggeration_iter = 0)
-            self.kl_divergence_ = self.kl_divergence()
+            self.kl_divergence_ = float(grad.kl(self.embedding_))
 
     def tsne_counterpart(self) -> ConditionalTSNE:
         """Plain t-SNE of the same data, for comparison: same start, same schedule, t-SNE's P.

@@ -1,6 +1,6 @@
 """Stage 3, forces: the gradient of KL(P‖R) as attraction plus conditional repulsion.
 
-- :mod:`~ctsne.forces.attraction`: attraction over P's non-zeros.
+- :mod:`~ctsne.forces.attraction`: attraction over P's pairs, each computed once.
 - :mod:`~ctsne.forces.repulsion`: repulsion engines (exact, Barnes-Hut, FFT) and the ct-SNE
   decomposition over classes (:mod:`~ctsne.forces.repulsion.conditional`); the repulsion
   on new points from a fixed map (:mod:`~ctsne.forces.repulsion.reference`).

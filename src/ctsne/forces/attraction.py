@@ -12,7 +12,7 @@ __all__ = ["Attraction", "attraction", "attraction_to_fixed", "pair_blocks", "up
 
 # Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
 PARALLEL_FROM_NNZ = 40_000
-# Above this many points the pass runs over a copy of P whose rows and columns follow a
+# Above this many points the pass runs over a copy of P's pairs whose rows and columns follow a
 # reverse Cuthill-McKee order of P's graph: a row's partners then lie near it in memory
 # and their coordinates are mostly still in cache. The points' own order (a file's, often
 # random) scatters the reads. Measured with the pass over pairs (below; 2 threads,
@@ -66,7 +66,8 @@ def pair_blocks(indptr: np.ndarray, indices: np.ndarray, blocks: int
 
 def upper_triangle(P: sp.csr_matrix, order: np.ndarray | None = None) -> sp.csr_matrix:
     """The entries ``i < j`` of ``P[order][:, order]`` (of P itself when ``order`` is None),
-    each row's entries in P's order (the passes need no sorted columns)."""
+    each row's entries in P's order (:class:`Attraction` sorts them after: a row's
+    partners are then read in memory order)."""
     n = P.shape[0]
     if order is None and P.nnz < UPPER_IN_NUMPY_BELOW:
         rows = np.repeat(np.arange(n, dtype=P.indices.dtype), np.diff(P.indptr))
@@ -144,9 +145,10 @@ def _attraction_kernel(indptr, indices, data, Y, want_log, rows, reach, offsets)
     """Each block's buffer (see :func:`pair_blocks`) and its ``Σ p log t``."""
     d = Y.shape[1]
     T = rows.shape[0] - 1
-    B = np.zeros((offsets[T], d))
+    B = np.empty((offsets[T], d))
     plogt = np.zeros(T)
     for t in numba.prange(T):
+        B[offsets[t]:offsets[t + 1]] = 0.0  # each block zeroes its own buffer
         base = offsets[t] - rows[t]
         acc = 0.0
         for i in range(rows[t], rows[t + 1]):
@@ -172,9 +174,10 @@ def _attraction_kernel(indptr, indices, data, Y, want_log, rows, reach, offsets)
 def _attraction_planar(indptr, indices, data, Y, want_log, rows, reach, offsets):
     """``_attraction_kernel`` for d = 2, a row's own sums kept in registers."""
     T = rows.shape[0] - 1
-    B = np.zeros((offsets[T], 2))
+    B = np.empty((offsets[T], 2))
     plogt = np.zeros(T)
     for t in numba.prange(T):
+        B[offsets[t]:offsets[t + 1]] = 0.0  # each block zeroes its own buffer
         base = offsets[t] - rows[t]
         acc = 0.0
         for i in range(rows[t], rows[t + 1]):
@@ -259,8 +262,8 @@ class Attraction:
         Symmetric: only the entries above the diagonal are read, each for both points
         of its pair.
     locality : bool, optional
-        Run over a copy of P in :func:`locality_order` (the results come back in the
-        points' order); default: above ``LOCALITY_ABOVE`` points.
+        Run over the copy of P's pairs in :func:`locality_order` (the results come back
+        in the points' order); default: above ``LOCALITY_ABOVE`` points.
     """
 
     def __init__(self, P: sp.csr_matrix, locality: bool | None = None):
@@ -283,7 +286,12 @@ class Attraction:
             Y = _take_rows(Y, self.order)
         kern = _attraction_planar if Y.shape[1] == 2 else _attraction_kernel
         variant = kern.pick(2 * U.nnz)  # work: the non-zeros of P
-        blocks = self.blocks(1 if variant is kern.serial else numba.get_num_threads())
+        # blocks: one per thread, but no more than P's pairs per point: each block's
+        # buffer (up to n rows) is zeroed and summed, so many threads over a sparse P
+        # would spend more on buffers than on pairs
+        per_point = max(1, U.nnz // max(1, U.shape[0]))
+        blocks = self.blocks(1 if variant is kern.serial
+                             else min(numba.get_num_threads(), per_point))
         B, plogt = variant(U.indptr, U.indices, U.data, Y, want_log, *blocks)
         # the buffers are summed here, not in the pass: a second parallel loop in it
         # doubled its compile time (0.61 -> 1.12 s in a fresh environment)

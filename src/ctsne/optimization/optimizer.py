@@ -44,8 +44,8 @@ MIN_GAIN = 0.01
 # paper's synthetic data: 0.112 against 1/12; digits: 0.009, which grows instead) the
 # whole map contracts geometrically, by 0.77–0.85 an iteration (measured): to a radius of
 # 1e-22–1e-32 after the default 250 iterations, then into float32's subnormals (the
-# Barnes-Hut sweeps use float32 offsets) and
-# float64's, where the forces are rounding noise: after 1500 iterations the map came out
+# Barnes-Hut sweeps use float32 offsets) and float64's, where the forces are rounding
+# noise: after 1500 iterations the map came out
 # degenerate (std ~1e-161, or 10-NN preservation 0.12–0.15 instead of 0.55).
 # That regime has a symmetry: with the kernel exactly 1 the gradient is exactly linear in
 # Y and the step homogeneous in (Y, momentum) (gains follow signs only; the step cap is

@@ -89,6 +89,8 @@ def key_order(keys, bits):
     threads, 2026-11-27) numpy's argsort took 2.3 ms, this 0.85 ms, and with the sorted
     keys no longer gathered a call took 12.9 ms instead of 15.4, the same forces."""
     n = keys.shape[0]
+    if n == 0:
+        return np.empty(0, dtype=np.int64), keys.copy()
     width = 1 << RADIX_BITS
     mask = width - 1
     src_k, dst_k = keys.copy(), np.empty(n, dtype=np.int64)

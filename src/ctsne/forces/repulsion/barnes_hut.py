@@ -28,8 +28,9 @@ the distance measured from a cell's centre of mass to the group's bounding box (
 stricter test than for any single member), into a list of far cells and a list of near
 points (leaves that cannot be summarised, taken exactly); each member then sweeps both
 lists in tight, vectorised loops. This trades a few more interactions for far fewer
-branchy tree walks. Only this step runs in parallel (over groups); keys, sort, build and
-summaries are serial, about 5 % of a call at 10⁵ points and 10–15 % at 10⁶.
+branchy tree walks. It runs in parallel over groups; of the steps before it
+(:mod:`._zorder`: box, keys, sort; then the build and the summaries) the radix sort and
+the build are serial, about 5 % of a call at 10⁵ points and 10–15 % at 10⁶.
 
 Coincident points. The grid depth is capped (L levels); a cell at the cap is a leaf
 however many points it holds. It is always summarised, also for its own points (through
