@@ -141,7 +141,7 @@ def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
 
 
 @kernel(PARALLEL_FROM_NNZ)
-def _attraction_kernel(indptr, indices, data, Y, want_log, rows, reach, offsets):
+def _attraction_kernel(indptr, indices, data, Y, want_log, rows, offsets):
     """Each block's buffer (see :func:`pair_blocks`) and its ``Σ p log t``."""
     d = Y.shape[1]
     T = rows.shape[0] - 1
@@ -171,7 +171,7 @@ def _attraction_kernel(indptr, indices, data, Y, want_log, rows, reach, offsets)
 
 
 @kernel(PARALLEL_FROM_NNZ)
-def _attraction_planar(indptr, indices, data, Y, want_log, rows, reach, offsets):
+def _attraction_planar(indptr, indices, data, Y, want_log, rows, offsets):
     """``_attraction_kernel`` for d = 2, a row's own sums kept in registers."""
     T = rows.shape[0] - 1
     B = np.empty((offsets[T], 2))
@@ -273,6 +273,10 @@ class Attraction:
         self.U = upper_triangle(P, self.order)
         self.U.sort_indices()
         self._blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # no more blocks than P's pairs per point: each block's buffer (up to n rows) is
+        # zeroed and summed, so many threads over a sparse P would spend more on buffers
+        # than on pairs
+        self.max_blocks = max(1, self.U.nnz // max(1, self.U.shape[0]))
 
     def blocks(self, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`pair_blocks` of the pass for ``threads`` threads (computed once)."""
@@ -286,13 +290,10 @@ class Attraction:
             Y = _take_rows(Y, self.order)
         kern = _attraction_planar if Y.shape[1] == 2 else _attraction_kernel
         variant = kern.pick(2 * U.nnz)  # work: the non-zeros of P
-        # blocks: one per thread, but no more than P's pairs per point: each block's
-        # buffer (up to n rows) is zeroed and summed, so many threads over a sparse P
-        # would spend more on buffers than on pairs
-        per_point = max(1, U.nnz // max(1, U.shape[0]))
         blocks = self.blocks(1 if variant is kern.serial
-                             else min(numba.get_num_threads(), per_point))
-        B, plogt = variant(U.indptr, U.indices, U.data, Y, want_log, *blocks)
+                             else min(numba.get_num_threads(), self.max_blocks))
+        rows, _, offsets = blocks
+        B, plogt = variant(U.indptr, U.indices, U.data, Y, want_log, rows, offsets)
         # the buffers are summed here, not in the pass: a second parallel loop in it
         # doubled its compile time (0.61 -> 1.12 s in a fresh environment)
         if self.order is None:

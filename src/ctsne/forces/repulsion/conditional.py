@@ -62,8 +62,8 @@ BH_BELOW = 2_000_000
 # padded grid (17-23 measured; float32 transforms above fft.SINGLE_ABOVE nodes). With two
 # threads both fall by about the same factor. A whole layout of 10⁶ points is cheaper by
 # FFT up to ~600 units by this model (measured at 500: 0.31 s against Barnes-Hut's 0.39 s
-# on 2 threads); a class scattered
-# over a wide layout is cheaper by Barnes-Hut, whose cost does not follow the extent.
+# on 2 threads); a class scattered over a wide layout is cheaper by Barnes-Hut, whose
+# cost does not follow the extent.
 # (Before the p = 5 passes and float32 transforms: 36, 200 and 40 ns, which sent 10⁶ points
 # over 476 units to Barnes-Hut.)
 BH_NS_PER_POINT_LOG = 28.0
