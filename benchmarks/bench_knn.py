@@ -11,6 +11,15 @@ iterations. Recall: the share of the exact 90 neighbours found, on 3,000 sampled
 This decides ``TREE_MAX_N`` in ``ctsne/neighbors/search.py``. Appends JSON lines to
 ``benchmarks/results.jsonl``.
 
+With ``--exact`` the exact searches alone on these sets (and in 2, 3 and 5 features):
+``ExactIndex`` (ctsne's block k-d tree from 8 features, ``ctsne.neighbors.kdtree``)
+against scipy's cKDTree, both asked for the indexed points in their tree's order, as a
+fit asks; the lists must agree (the k-th distance to rounding). This decides
+``BLOCK_TREE_DIMS`` and ``BLOCK_TREE_FROM``:
+
+    flock /tmp/ctsne-bench.lock python benchmarks/bench_knn.py --n 100000 --exact \
+        paper10 uniform10 mixture15 swissroll10 uniform2 uniform3 gauss5
+
 With ``--sets`` other low-dimensional data (uniform 10-D, a Swiss roll with 7 noise
 features, a 15-D mixture of 100 Gaussians) are searched by pynndescent only, at its
 defaults and at ``LOW_DIM_DESCENT`` and 8 trees × 3 rounds, recall against scikit-learn's
@@ -59,7 +68,48 @@ def _mixture(n: int, rng: np.random.Generator) -> np.ndarray:
 
 SETS = {"paper10": lambda n, rng: make_data(n, 10)[0],
         "uniform10": lambda n, rng: rng.random((n, 10)),
-        "swissroll10": _swiss_roll, "mixture15": _mixture}
+        "swissroll10": _swiss_roll, "mixture15": _mixture,
+        "uniform2": lambda n, rng: rng.random((n, 2)),
+        "uniform3": lambda n, rng: rng.random((n, 3)),
+        "gauss5": lambda n, rng: rng.normal(size=(n, 5))}
+
+
+def _in_tree_order(index, X) -> tuple[np.ndarray, np.ndarray]:
+    """Every indexed point's K − 1 nearest others, asked in the tree's order (as a fit)."""
+    idx = np.empty((len(X), K - 1), dtype=np.int64)
+    dist = np.empty((len(X), K - 1))
+    index.neighbors_of(X, index.order, K - 1, idx, dist)
+    return idx, dist
+
+
+def exact_sets(sizes, sets, record) -> None:
+    """ExactIndex (the block tree where it applies) against scipy's tree, same lists."""
+    from ctsne.neighbors import search
+
+    for n in sizes:
+        for name in sets:
+            X = np.ascontiguousarray(SETS[name](n, np.random.default_rng(1)), dtype=np.float64)
+            runs = {}
+            for label, start in (("scipy", n + 1), ("ExactIndex", search.BLOCK_TREE_FROM)):
+                saved = search.BLOCK_TREE_FROM
+                search.BLOCK_TREE_FROM = start  # n + 1: scipy's tree for every search
+                try:
+                    _in_tree_order(search.ExactIndex(X[:3000]), X[:3000])  # compile
+                    load = os.getloadavg()[0]
+                    t = time.perf_counter()
+                    index = search.ExactIndex(X, n_jobs=2)
+                    runs[label] = (time.perf_counter() - t, *_in_tree_order(index, X), load,
+                                   index._blocks is not None)
+                finally:
+                    search.BLOCK_TREE_FROM = saved
+            kth = np.abs(runs["scipy"][2][:, -1] - runs["ExactIndex"][2][:, -1]).max()
+            record({"date": datetime.date.today().isoformat(), "machine": platform.node(),
+                    "cpu_count": os.cpu_count(), "load_1min_before": runs["scipy"][3],
+                    "case": f"exact-{name}-{n}", "p": X.shape[1], "k": K - 1,
+                    "block_tree": runs["ExactIndex"][4],
+                    "scipy_s": runs["scipy"][0], "exactindex_s": runs["ExactIndex"][0],
+                    "ratio": runs["ExactIndex"][0] / runs["scipy"][0],
+                    "kth_distance_max_diff": float(kth)})
 
 
 def descent_sets(sizes, sets, record) -> None:
@@ -97,6 +147,8 @@ def main() -> None:
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--sets", nargs="+", choices=list(SETS),
                     help="pynndescent settings on these data sets only (see above)")
+    ap.add_argument("--exact", nargs="+", choices=list(SETS),
+                    help="the exact searches on these data sets only (see above)")
     args = ap.parse_args()
 
     def record(row: dict) -> None:
@@ -107,6 +159,9 @@ def main() -> None:
 
     if args.sets:
         descent_sets(args.n, args.sets, record)
+        return
+    if args.exact:
+        exact_sets(args.n, args.exact, record)
         return
     from pynndescent import NNDescent
     from sklearn.neighbors import NearestNeighbors

@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 
 from ..affinities.options import AFFINITIES, default_within_weight
-from ..neighbors.search import APPROX_ABOVE, SEARCH_METHODS, TREE_DIMS, TREE_MAX_N
+from ..neighbors.search import (
+    APPROX_ABOVE,
+    BLOCK_TREE_DIMS,
+    BLOCK_TREE_MAX_N,
+    SEARCH_METHODS,
+    TREE_DIMS,
+    TREE_MAX_N,
+)
 from ..prior import DEFAULT_BETA
 from ..torch_engine.device import BACKENDS, PRECISIONS
 
@@ -190,8 +197,8 @@ PARAMETERS: dict[str, Parameter] = {
     "neighbors": Parameter(
         "auto", '{"auto", "exact", "approx"}',
         f'"auto": exact search up to {APPROX_ABOVE:,} points ({TREE_MAX_N:,} with at most '
-        f"{TREE_DIMS} features), pynndescent above (see :mod:`ctsne.neighbors.search` for "
-        "the measurements).",
+        f"{TREE_DIMS} features, {BLOCK_TREE_MAX_N:,} with {BLOCK_TREE_DIMS} to {TREE_DIMS}), "
+        "pynndescent above (see :mod:`ctsne.neighbors.search` for the measurements).",
         _one_of(*SEARCH_METHODS),
         "neighbors must be 'auto', 'exact' or 'approx', got {value!r}"),
     "metric": Parameter(

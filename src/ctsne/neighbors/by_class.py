@@ -22,7 +22,9 @@ tree for them, to compare. The scan grows as (class size) × (queries), so above
 :data:`SCAN_MAX_PAIRS` (and for classes too large for exact search) far queries in at
 most ``TREE_DIMS`` features go to a k-d tree searched with a relative tolerance
 :data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``: every distance returned is within a
-factor 1 + eps of the true k-th nearest). Measured on one class of 40,000
+factor 1 + eps of the true k-th nearest); where the fit's exact search uses
+:class:`ctsne.neighbors.kdtree.BlockTree` (8-15 features), far queries go to it instead:
+exact, and as fast as the scan or the tolerant tree. Measured on one class of 40,000
 points queried by 40,000 (10-D, k = 23): scan 1.52 s, exact tree 1.79 s, eps = 0.5
 0.60 s with recall 0.956 and the k-th distance at most 8 % above the exact one (median
 0 %). Above :data:`REPS_FROM_PAIRS` pairs, given the own-class lists, Euclidean far and
@@ -47,6 +49,7 @@ from .search import (
     drop_self,
     is_exact_search,
     nearest_neighbors,
+    uses_block_tree,
 )
 
 __all__ = ["FAR_SEARCHES", "SearchIndex", "other_class_neighbors", "own_class_neighbors",
@@ -98,7 +101,9 @@ class SearchIndex:
     far : bool
         The queries lie far from the indexed points: with ``far_search="scan"``, an exact
         Euclidean search in at most ``TREE_DIMS`` features scans them all instead of
-        building a tree.
+        building a tree, except where the fit's search uses the block tree
+        (:func:`ctsne.neighbors.search.uses_block_tree`), which gives the scan's lists
+        in less time.
     far_search : {"scan", "tree"}
         How far queries are answered (:data:`FAR_SEARCHES`): "tree" treats them as near
         ones (scikit-learn's tree, or pynndescent where the search is approximate).
@@ -114,16 +119,23 @@ class SearchIndex:
         # with more features scikit-learn itself searches by brute force, in BLAS
         low_dim = metric == "euclidean" and X.shape[1] <= TREE_DIMS
         scan_far = far and far_search == "scan"
-        scan = scan_far and self.exact and low_dim
+        # the block tree answers far queries with the scan's lists, bit for bit (both add
+        # a distance's features in order, both break ties by index), in at most the
+        # scan's time above ~10,000-point classes, and in the tolerant tree's time
+        # exactly (one class of 50,000 points asked by 50,000, 10-D, k = 23: 1.5 s
+        # exact, 1.3 s with tolerance at recall 0.86; BENCHMARKS.md)
+        blocks = self.exact and metric == "euclidean" and uses_block_tree(*X.shape)
+        scan = scan_far and self.exact and low_dim and not blocks
         self._scan = data if scan else None
         # far queries too many to scan, or into a class too large for exact search
-        self._tolerant = scan_far and low_dim
+        self._tolerant = scan_far and low_dim and not blocks
         self._kd = None
         self._jobs = jobs
         if self._tolerant and not self.exact:
             self._scan = data
         elif self._scan is None and self.exact:
-            self._nn = ExactIndex(data, metric, n_jobs)
+            # the fit's size decides the tree, so every list of a fit has one distance code
+            self._nn = ExactIndex(data, metric, n_jobs, search_size=X.shape[0])
         elif self._scan is None:
             from pynndescent import NNDescent
 

@@ -80,7 +80,9 @@ def _class_indexes(X: np.ndarray, codes: np.ndarray,
     out = []
     for c in range(int(codes.max()) + 1):
         rows = np.flatnonzero(codes == c)
-        out.append((rows, ExactIndex(X[rows], "euclidean", n_jobs)))
+        # the tree of the search over all points (ExactIndex's search_size): the same
+        # distance code as the standard search, so both orders give the same lists
+        out.append((rows, ExactIndex(X[rows], "euclidean", n_jobs, search_size=len(codes))))
     return out
 
 

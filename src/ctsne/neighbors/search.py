@@ -8,7 +8,8 @@ import numpy as np
 
 __all__ = ["nearest_neighbors", "drop_self", "is_exact_search", "check_search_method",
            "ExactIndex", "SEARCH_METHODS", "APPROX_ABOVE", "LOW_DIM_DESCENT", "TREE_DIMS",
-           "TREE_MAX_N", "QUERY_CHUNK"]
+           "TREE_MAX_N", "QUERY_CHUNK", "BLOCK_TREE_DIMS", "BLOCK_TREE_FROM", "BLOCK_TREE_MAX_N",
+           "uses_block_tree"]
 
 SEARCH_METHODS = ("auto", "exact", "approx")
 # With neighbors="auto": exact search up to APPROX_ABOVE points, and for data with at most
@@ -26,6 +27,23 @@ SEARCH_METHODS = ("auto", "exact", "approx")
 APPROX_ABOVE = 10_000
 TREE_DIMS = 15
 TREE_MAX_N = 400_000
+# Data with BLOCK_TREE_DIMS to TREE_DIMS features is searched by ctsne's own k-d tree,
+# which walks a leaf's worth of queries at a time (ctsne.neighbors.kdtree), once the search
+# holds BLOCK_TREE_FROM points (below, scipy's tree costs well under a second and a small
+# first fit compiles nothing), and exactly up to BLOCK_TREE_MAX_N points under "auto".
+# Measured against scipy's tree in the tree's order (k = 91, 2 threads, 2026-11-27):
+#   100k points: paper-style 10-D 2.0 s vs 3.8 s; uniform 10-D 4.5 vs 16.1; a 15-D mixture
+#   of 100 Gaussians 4.7 vs 15.6; a Swiss roll with 7 noise features 0.98 vs 1.07;
+#   250k paper-style 7.6 s vs 30.2 s; 20k 0.28 vs 0.54.
+#   In fewer features scipy's tree is as fast or faster (100k: uniform 2-D 0.66 vs 0.60 s,
+#   3-D 0.72 vs 0.81, Gaussian 5-D 1.6 vs 1.8; UCI Adult's 6 numeric columns, 32k
+#   points with many ties, 0.68 vs 0.45).
+#   500k, against pynndescent at LOW_DIM_DESCENT (which the lists are otherwise left to,
+#   above TREE_MAX_N): paper-style 15.6 s vs 99.3 s, uniform 10-D 33.5 vs 87.3, the 15-D
+#   mixture 53.8 vs 68.4, the Swiss roll 6.6 vs 91.3; 1M paper-style 47.8 s.
+BLOCK_TREE_DIMS = 8
+BLOCK_TREE_FROM = 20_000
+BLOCK_TREE_MAX_N = 1_000_000
 # pynndescent's settings for data with at most TREE_DIMS features (searched approximately
 # only above TREE_MAX_N points): 4 random-projection trees and 2 rounds of NN-descent
 # instead of its defaults (~55 trees and ~19 rounds at 10⁶ points, stopping when a round
@@ -49,17 +67,25 @@ KD_LEAF_SIZE = 64
 class ExactIndex:
     """Exact k-nearest-neighbour queries over fixed points.
 
-    Euclidean data in at most :data:`TREE_DIMS` features goes to scipy's ``cKDTree``
-    (queried on ``n_jobs`` threads; about twice as fast as scikit-learn's tree on the same
-    data, see the measurements above); other metrics and wider data to scikit-learn's
-    ``NearestNeighbors`` (a ball tree, or brute force in BLAS for many features).
+    Euclidean data in :data:`BLOCK_TREE_DIMS` to :data:`TREE_DIMS` features goes to
+    :class:`ctsne.neighbors.kdtree.BlockTree` in searches of :data:`BLOCK_TREE_FROM` points
+    or more (:func:`uses_block_tree`), other Euclidean data in at most :data:`TREE_DIMS`
+    features to scipy's ``cKDTree`` (queried on ``n_jobs`` threads; about twice as fast as
+    scikit-learn's tree on the same data); other metrics and wider data to scikit-learn's
+    ``NearestNeighbors`` (a ball tree, or brute force in BLAS for many features). See the
+    measurements above.
 
     Parameters
     ----------
     data : ndarray (n, p)
     metric : str
     n_jobs : int or None
-        Threads per query call (None or negative: all).
+        Threads per query call (None or negative: all); the block tree runs on numba's
+        threads.
+    search_size : int, optional
+        The points of the search this index serves, when it holds part of them (one class
+        of a fit): the tree is chosen by that size, so that every list of a fit comes from
+        the same distance code.
 
     Attributes
     ----------
@@ -72,20 +98,32 @@ class ExactIndex:
         28.6 s).
     """
 
-    def __init__(self, data: np.ndarray, metric: str = "euclidean", n_jobs: int | None = None):
+    def __init__(self, data: np.ndarray, metric: str = "euclidean", n_jobs: int | None = None,
+                 search_size: int | None = None):
         self._jobs = -1 if n_jobs is None or n_jobs < 0 else max(1, int(n_jobs))
-        if metric == "euclidean" and data.shape[1] <= TREE_DIMS:
-            from scipy.spatial import cKDTree
+        self._data = np.ascontiguousarray(data, dtype=np.float64)
+        self._kd = self._blocks = None
+        if metric == "euclidean" and uses_block_tree(
+                len(data) if search_size is None else search_size, data.shape[1]):
+            from .kdtree import BlockTree
 
-            self._kd = cKDTree(np.ascontiguousarray(data, dtype=np.float64), leafsize=KD_LEAF_SIZE)
+            self._blocks = BlockTree(self._data)
+            self._nn = None
+            self.order = self._blocks.order
+        elif metric == "euclidean" and data.shape[1] <= TREE_DIMS:
+            self._kd = self._scipy_tree()
             self._nn = None
             self.order = np.asarray(self._kd.indices)
         else:
             from sklearn.neighbors import NearestNeighbors
 
-            self._kd = None
             self._nn = NearestNeighbors(metric=metric, n_jobs=self._jobs).fit(data)
             self.order = np.arange(len(data))
+
+    def _scipy_tree(self):
+        from scipy.spatial import cKDTree
+
+        return cKDTree(self._data, leafsize=KD_LEAF_SIZE)
 
     def neighbors_of(self, X: np.ndarray, rows: np.ndarray, k: int, out_idx: np.ndarray,
                      out_dist: np.ndarray, progress=None) -> None:
@@ -99,7 +137,10 @@ class ExactIndex:
         """
         for start in range(0, len(rows), QUERY_CHUNK):
             part = rows[start:start + QUERY_CHUNK]
-            d, i = self.query(X[part], k + 1)
+            if self._blocks is not None:  # the indexed points: blocks follow the leaves
+                d, i = self._blocks.query(X[part], k + 1, self_rows=part)
+            else:
+                d, i = self.query(X[part], k + 1)
             out_idx[part], out_dist[part] = drop_self(i, d, part, k)
             if progress is not None:
                 progress(min(len(rows), start + QUERY_CHUNK), len(rows))
@@ -107,6 +148,8 @@ class ExactIndex:
     def count_within(self, Q: np.ndarray, radius: np.ndarray) -> np.ndarray:
         """How many indexed points lie within ``radius`` (one per row) of each row of
         ``Q`` (k-d tree only: Euclidean data in at most :data:`TREE_DIMS` features)."""
+        if self._kd is None:  # scipy's tree counts (built on first use: ~0.1 s at 250k)
+            self._kd = self._scipy_tree()
         return np.asarray(self._kd.query_ball_point(
             np.ascontiguousarray(Q, dtype=np.float64), radius, return_length=True,
             workers=self._jobs))
@@ -119,7 +162,9 @@ class ExactIndex:
         dist : ndarray of float64 (m, k), idx : ndarray of int (m, k)
             In the order of scikit-learn's ``kneighbors``.
         """
-        if self._kd is None:
+        if self._blocks is not None:
+            return self._blocks.query(Q, k)
+        if self._nn is not None:
             return self._nn.kneighbors(Q, n_neighbors=k)
         d, i = self._kd.query(np.ascontiguousarray(Q, dtype=np.float64), k=[*range(1, k + 1)],
                               workers=self._jobs)
@@ -149,8 +194,15 @@ def is_exact_search(n: int, p: int, method: str = "auto") -> bool:
     """
     check_search_method(method)
     if method == "auto":
-        return n <= APPROX_ABOVE or (p <= TREE_DIMS and n <= TREE_MAX_N)
+        return (n <= APPROX_ABOVE or (p <= TREE_DIMS and n <= TREE_MAX_N)
+                or (uses_block_tree(n, p) and n <= BLOCK_TREE_MAX_N))
     return method == "exact"
+
+
+def uses_block_tree(n: int, p: int) -> bool:
+    """Whether an exact Euclidean search of ``n`` points in ``p`` features uses
+    :class:`ctsne.neighbors.kdtree.BlockTree` (else scipy's tree; measured above)."""
+    return BLOCK_TREE_DIMS <= p <= TREE_DIMS and n >= BLOCK_TREE_FROM
 
 
 def drop_self(idx: np.ndarray, dist: np.ndarray, rows: np.ndarray,

@@ -1,0 +1,125 @@
+"""The block k-d tree (ctsne.neighbors.kdtree): exact lists in (distance, index) order,
+checked against a brute-force reference summed in the same feature order, and the same
+lists as scipy's tree where ctsne's exact search hands it the work."""
+
+import numpy as np
+import pytest
+
+from ctsne.neighbors import own_first, search
+from ctsne.neighbors.kdtree import BlockTree
+from ctsne.neighbors.own_first import own_first_lists
+
+
+def _brute(X, Q, k):
+    """The k smallest (squared distance, index) pairs per query, by numpy; squared
+    distances added feature by feature, as the tree does, so they agree bit for bit."""
+    idx = np.empty((len(Q), k), dtype=np.int64)
+    dist = np.empty((len(Q), k))
+    for r, q in enumerate(Q):
+        d2 = np.zeros(len(X))
+        for j in range(X.shape[1]):
+            d2 = d2 + (X[:, j] - q[j]) ** 2
+        order = np.lexsort((np.arange(len(X)), d2))[:k]
+        idx[r], dist[r] = order, np.sqrt(d2[order])
+    return idx, dist
+
+
+def _check_self(X, k):
+    tree = BlockTree(X)
+    rows = tree.order
+    dist, idx = tree.query(X[rows], k, self_rows=rows)
+    want_idx, want_dist = _brute(X, X[rows], k)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(dist, want_dist)
+
+
+@pytest.mark.parametrize("shape,k", [((3000, 10), 91), ((2000, 15), 30), ((1500, 1), 7),
+                                     ((700, 3), 700), ((40, 9), 5)])
+def test_lists_are_the_brute_force_lists(shape, k, rng):
+    _check_self(rng.normal(size=shape) * rng.uniform(0.1, 5.0, shape[1]), k)
+
+
+def test_ties_are_broken_by_index(rng):
+    # integer points on a small grid: most distances are tied, many points coincide
+    _check_self(rng.integers(0, 3, size=(2500, 8)).astype(float), 40)
+    _check_self(np.zeros((600, 10)), 25)  # all points the same: the k lowest indices
+
+
+def test_queries_that_are_not_indexed_points(rng):
+    X = rng.normal(size=(4000, 10))
+    Q = np.vstack([rng.normal(size=(300, 10)),              # among the points
+                   rng.normal(size=(50, 10)) + 40.0,         # far from all of them
+                   X[:20]])                                  # indexed points, asked as queries
+    tree = BlockTree(X)
+    dist, idx = tree.query(Q, 60)
+    want_idx, want_dist = _brute(X, Q, 60)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(dist, want_dist)
+    with pytest.raises(ValueError, match="k must lie"):
+        tree.query(Q, 4001)
+
+
+def test_same_lists_on_one_thread_and_two(rng):
+    import numba
+
+    from ctsne.neighbors import kdtree
+
+    X = rng.normal(size=(6000, 10))
+    tree = BlockTree(X)
+    rows = tree.order
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = tree.query(X[rows], 50, self_rows=rows)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        assert 6000 * 50 >= kdtree.PARALLEL_FROM_WORK  # the parallel variant runs
+        two = tree.query(X[rows], 50, self_rows=rows)
+    finally:
+        numba.set_num_threads(old)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+
+
+@pytest.fixture
+def block_trees_from_1000(monkeypatch):
+    monkeypatch.setattr(search, "BLOCK_TREE_FROM", 1000)
+
+
+def test_exact_search_hands_8_to_15_features_to_the_block_tree(block_trees_from_1000, rng):
+    X = rng.normal(size=(3000, 10))
+    index = search.ExactIndex(X)
+    assert index._blocks is not None
+    assert search.ExactIndex(X[:, :7])._blocks is None        # too few features
+    assert search.ExactIndex(X[:500])._blocks is None          # too small a search
+    assert search.ExactIndex(X[:500], search_size=3000)._blocks is not None
+    # the exact search's lists: scipy's tree gives the same (continuous data, no ties)
+    idx, dist = search.nearest_neighbors(X, 30, method="exact")
+    from scipy.spatial import cKDTree
+
+    d_ref, i_ref = cKDTree(X).query(X, 31)
+    np.testing.assert_array_equal(idx, i_ref[:, 1:])
+    np.testing.assert_allclose(dist, d_ref[:, 1:], rtol=1e-13)
+    # radius counts still answer (scipy's tree, built on first use)
+    r = dist[:5, -1] * (1 + 1e-9)
+    np.testing.assert_array_equal(index.count_within(X[:5], r), np.full(5, 31))
+
+
+def test_own_first_lists_with_block_trees(block_trees_from_1000, rng):
+    # five clusters in 10-D, two classes apart and one touching: both orders, one code
+    codes = rng.integers(0, 3, 3000)
+    X = rng.normal(size=(3000, 10)) + rng.normal(scale=3.0, size=(5, 10))[rng.integers(0, 5, 3000)]
+    X[:, 0] += np.array([0.0, 40.0, 5.0])[codes]
+    want_idx, want_dist = search.nearest_neighbors(X, 30, method="exact")
+    got = own_first_lists(X, codes, 30)
+    assert all(index._blocks is not None for _, index in own_first._class_indexes(X, codes, None))
+    np.testing.assert_array_equal(got.idx, want_idx)
+    np.testing.assert_array_equal(got.dist, want_dist)
+
+
+def test_auto_search_is_exact_further_with_8_to_15_features():
+    assert search.is_exact_search(900_000, 10)
+    assert search.is_exact_search(search.BLOCK_TREE_MAX_N, 15)
+    assert not search.is_exact_search(search.BLOCK_TREE_MAX_N + 1, 10)
+    assert not search.is_exact_search(900_000, 7)      # scipy's tree: up to TREE_MAX_N
+    assert search.is_exact_search(search.TREE_MAX_N, 7)
+    assert not search.is_exact_search(900_000, 16)
