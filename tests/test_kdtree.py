@@ -123,3 +123,11 @@ def test_auto_search_is_exact_further_with_8_to_15_features():
     assert not search.is_exact_search(900_000, 7)      # scipy's tree: up to TREE_MAX_N
     assert search.is_exact_search(search.TREE_MAX_N, 7)
     assert not search.is_exact_search(900_000, 16)
+
+
+def test_class_by_class_lists_only_where_the_block_tree_would_not_be_exact():
+    codes = np.repeat(np.arange(5), 250_000)  # 1.25M points, 5 classes
+    assert own_first.use_own_first(len(codes), 10, 90, codes, "auto", "euclidean")
+    part = codes[:900_000]  # within the block tree's exact range: one search over all
+    assert not own_first.use_own_first(len(part), 10, 90, part, "auto", "euclidean")
+    assert own_first.use_own_first(len(part), 5, 90, part, "auto", "euclidean")  # scipy's

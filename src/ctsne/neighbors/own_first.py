@@ -15,8 +15,9 @@ its k nearest of its own class, so the standard lists can come from the own-clas
 
 Both orders give the exact search's lists (same neighbours, same distances; the order of
 exactly tied neighbours may differ). The order is used where the standard search would be
-approximate (above ``TREE_MAX_N`` points): the class trees give exact lists there in less
-time than pynndescent (:data:`OWN_FIRST_FROM`). Where the prior is mixed in the data,
+approximate (above ``TREE_MAX_N`` points, ``BLOCK_TREE_MAX_N`` with 8-15 features): the
+class trees give exact lists there in less time than pynndescent (:data:`OWN_FIRST_FROM`,
+:data:`OWN_FIRST_BLOCK_FROM`). Where the prior is mixed in the data,
 nearly every point lies near another class and step 3 would repeat the standard search; a probe on
 :data:`PROBE_SAMPLE` points (:func:`near_other_share`) chooses the order first.
 """
@@ -27,11 +28,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .search import TREE_DIMS, TREE_MAX_N, ExactIndex, is_exact_search
+from .search import (
+    BLOCK_TREE_DIMS,
+    BLOCK_TREE_MAX_N,
+    TREE_DIMS,
+    TREE_MAX_N,
+    ExactIndex,
+    is_exact_search,
+)
 
-__all__ = ["OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", "OWN_FIRST_UP_TO", "PROBE_SAMPLE",
-           "ClassLists", "near_other_share", "own_first_lists", "standard_through_classes",
-           "use_own_first"]
+__all__ = ["OWN_FIRST_BLOCK_FROM", "OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", "OWN_FIRST_UP_TO",
+           "PROBE_SAMPLE", "ClassLists", "near_other_share", "own_first_lists",
+           "standard_through_classes", "use_own_first"]
 
 # Points from which the class-by-class order is used: where the standard search is
 # approximate (pynndescent, above TREE_MAX_N), it gives exact lists in less time (1M points
@@ -40,6 +48,11 @@ __all__ = ["OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", "OWN_FIRST_UP_TO", "PROB
 # do (200,000 points in 5 classes, k = 91: "auto" 18.8 s either way; before that order,
 # 27.3 s against 18.6 s), so the probe would only add to it.
 OWN_FIRST_FROM = TREE_MAX_N + 1
+# With BLOCK_TREE_DIMS to TREE_DIMS features the standard search is the block tree, exact
+# up to BLOCK_TREE_MAX_N points and faster there than the class trees with their counts
+# (paper-style 10-D in 5 classes, 2026-11-27: 250k 8.9 s against 13.6 s, 500k 16.2 s
+# against 24.6 s), so the order is used only above that.
+OWN_FIRST_BLOCK_FROM = BLOCK_TREE_MAX_N + 1
 # Most classes for which it is: step 2 asks every other class's tree for every point
 # (100,000 points in 30 classes: 2.7 s against the standard search's 2.0 s).
 OWN_FIRST_CLASSES_UP_TO = 10
@@ -62,14 +75,18 @@ def use_own_first(n: int, p: int, k: int, codes: np.ndarray, method: str,
     Euclidean data in at most ``TREE_DIMS`` features, every class holding more than k + 1
     points. Where the standard search is the exact k-d tree
     (:func:`ctsne.neighbors.search.is_exact_search`) both orders give the same lists;
-    above ``TREE_MAX_N`` points, where it would be approximate (pynndescent), the order
-    is used with ``method="auto"`` when every class fits a tree (at most ``TREE_MAX_N``
-    points): the lists are then exact, and found faster than the approximate ones.
+    above ``TREE_MAX_N`` points (``BLOCK_TREE_MAX_N`` with ``BLOCK_TREE_DIMS`` features or
+    more), where it would be approximate (pynndescent), the order is used with
+    ``method="auto"`` when every class fits a tree (at most that many points): the lists
+    are then exact, and found faster than the approximate ones.
     """
-    if n < OWN_FIRST_FROM or metric != "euclidean" or p > TREE_DIMS:
+    block = BLOCK_TREE_DIMS <= p
+    start = OWN_FIRST_BLOCK_FROM if block else OWN_FIRST_FROM
+    if n < start or metric != "euclidean" or p > TREE_DIMS:
         return False
     sizes = np.bincount(codes)
-    if not is_exact_search(n, p, method) and (method != "auto" or sizes.max() > TREE_MAX_N):
+    largest = BLOCK_TREE_MAX_N if block else TREE_MAX_N
+    if not is_exact_search(n, p, method) and (method != "auto" or sizes.max() > largest):
         return False  # asked for approximate lists, or a class too large for its tree
     return bool(len(sizes) <= OWN_FIRST_CLASSES_UP_TO and sizes.min() > k + 1)
 
