@@ -98,7 +98,8 @@ def exact_sets(sizes, sets, record) -> None:
                     load = os.getloadavg()[0]
                     t = time.perf_counter()
                     index = search.ExactIndex(X, n_jobs=2)
-                    runs[label] = (time.perf_counter() - t, *_in_tree_order(index, X), load,
+                    lists = _in_tree_order(index, X)
+                    runs[label] = (time.perf_counter() - t, *lists, load,
                                    index._blocks is not None)
                 finally:
                     search.BLOCK_TREE_FROM = saved

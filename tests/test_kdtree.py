@@ -57,6 +57,8 @@ def test_queries_that_are_not_indexed_points(rng):
     np.testing.assert_array_equal(dist, want_dist)
     with pytest.raises(ValueError, match="k must lie"):
         tree.query(Q, 4001)
+    dist, idx = tree.query(Q[:0], 5)  # no queries: empty answers of the right shape
+    assert dist.shape == idx.shape == (0, 5)
 
 
 def test_same_lists_on_one_thread_and_two(rng):

@@ -291,3 +291,37 @@ def test_attraction_matches_dense_sums(d, threads, locality, rng, monkeypatch):
     F, plogt = att(Y, True)
     np.testing.assert_allclose(F, ref, rtol=1e-12, atol=1e-15)
     assert plogt == pytest.approx((P * np.log(T)).sum(), rel=1e-12)
+
+
+def test_large_gradient_assembled_in_place_as_numpy_would(rng):
+    # above ASSEMBLE_IN_PLACE_FROM coordinates the gradient is built by a kernel in the
+    # attraction's own array; same operations, so the same numbers bit for bit
+    from ctsne.forces import gradient as gmod
+    from ctsne.forces.gradient import ConditionalGradient
+    from ctsne.prior import PriorTerm
+
+    n = gmod.ASSEMBLE_IN_PLACE_FROM // 2 + 100
+    rows = np.repeat(np.arange(n), 5)
+    cols = (rows + rng.integers(1, n, rows.size)) % n
+    C = sp.csr_matrix((rng.random(rows.size), (rows, cols)), shape=(n, n))
+    P = (C + C.T).tocsr()
+    P /= P.sum()
+    Y = rng.normal(size=(n, 2)) * 5.0
+    Y0 = Y.copy()
+    prior = make_prior(rng.integers(0, 3, n), n)
+    g = ConditionalGradient(P, prior, 2, "bh")
+    grad, _ = g(Y, 12.0)
+    attr, _ = g.attraction(Y)
+    rep, S = g.repulsion(Y)
+    np.testing.assert_array_equal(grad, 4.0 * (12.0 * attr - rep / S))
+    np.testing.assert_array_equal(Y, Y0)  # nothing wrote into the map
+    # plain t-SNE's one term of all points in their order: no gather, same forces
+    from ctsne.forces.repulsion.barnes_hut import repulsion_bh
+
+    plain = ConditionalRepulsion([PriorTerm(1.0, None, 1)], n, 2, "bh")
+    assert plain.plans[0].identity
+    F, Z = plain(Y)
+    F_bh, Z_bh = repulsion_bh(Y, theta=0.5)
+    np.testing.assert_array_equal(F, F_bh)
+    assert Z == Z_bh
+    np.testing.assert_array_equal(Y, Y0)

@@ -299,7 +299,6 @@ class BlockTree:
         Xb = np.where(valid[:, :, None], X[np.maximum(self.ids, 0)], 0.0)
         self.Xb = np.ascontiguousarray(Xb.transpose(0, 2, 1))
         self.order = perm.astype(np.int64)
-        self._leaf_starts = start[leaves]
 
     def query(self, Q: np.ndarray, k: int, self_rows: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray]:
@@ -312,7 +311,11 @@ class BlockTree:
             At most the number of indexed points.
         self_rows : ndarray of int (m,), optional
             When ``Q`` is the indexed points ``self_rows`` themselves, taken in
-            :attr:`order`: blocks then follow the leaves instead of a descent.
+            :attr:`order`: blocks then follow the leaves. Other queries are grouped by
+            the leaf they descend to (nearer child first): queries far from the points
+            (another class) then share a block with those facing the same part of them
+            (one class of 50,000 points asked by 50,000 others, 10-D, k = 23: 1.5 s,
+            against 5.7 s with blocks from a tree over the queries).
 
         Returns
         -------
@@ -323,6 +326,8 @@ class BlockTree:
         m = Q.shape[0]
         if not 0 < k <= self.n:
             raise ValueError(f"k must lie in 1..{self.n}, got {k}")
+        if m == 0:
+            return np.empty((0, k)), np.empty((0, k), dtype=np.int64)
         if self_rows is not None:
             # consecutive queries from one leaf form a block
             leaf = np.empty(self.n, dtype=np.int64)
@@ -334,8 +339,7 @@ class BlockTree:
             qorder = np.argsort(key, kind="stable")
             key = key[qorder]
         # blocks: runs of one leaf, cut into pieces of at most LEAF_SIZE queries
-        cuts = np.flatnonzero(np.diff(key)) + 1 if m else np.zeros(0, dtype=np.int64)
-        runs = np.concatenate([[0], cuts, [m]]) if m else np.zeros(1, dtype=np.int64)
+        runs = np.concatenate([[0], np.flatnonzero(np.diff(key)) + 1, [m]])
         bstart = np.unique(np.concatenate(
             [np.arange(runs[r], runs[r + 1], LEAF_SIZE) for r in range(len(runs) - 1)]
             + [[m]])).astype(np.int64)

@@ -243,10 +243,14 @@ def gradient_descent(
             state.n_iter += 1
             want_kl = (it + 1) % every == 0 and (bool(callbacks) or report)
             grad, kl_now = gradient(Y, exaggeration, want_kl)
-            Y -= _step(Y, grad, state.update, state.gains, float(learning_rate),
-                       float(momentum), float(min_gain),
-                       -1.0 if max_step_norm is None else float(max_step_norm),
-                       numba.get_num_threads(), work=Y.size)
+            mean = _step(Y, grad, state.update, state.gains, float(learning_rate),
+                         float(momentum), float(min_gain),
+                         -1.0 if max_step_norm is None else float(max_step_norm),
+                         numba.get_num_threads(), work=Y.size)
+            # column by column: numpy broadcasts a (d,) row over (n, d) with an inner loop
+            # of length d (1.2 ms at 250k points in 2-D, against ~0.3 ms)
+            for k in range(Y.shape[1]):
+                Y[:, k] -= mean[k]
             _keep_scale(Y, state.update)
             if progress is not None:
                 progress.update(1)

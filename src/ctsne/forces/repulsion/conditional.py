@@ -219,6 +219,10 @@ class _TermPlan:
         # the large groups' points back to back: one gather and one scatter per term, group
         # g a contiguous slice [large_starts[g], large_starts[g + 1])
         self.large_idx = np.concatenate(large) if large else None
+        # one group of all points in their own order (plain t-SNE's term, ct-SNE's
+        # all-points term): no gather or scatter (~1 ms a call at 250k points)
+        self.identity = (self.large_idx is not None and len(self.large_idx) == n
+                         and bool(np.all(self.large_idx == np.arange(n))))
         self.large_starts = np.concatenate([[0], np.cumsum([len(i) for i in large])])
         if small:
             self.small_idx = np.concatenate(small)
@@ -301,7 +305,7 @@ class ConditionalRepulsion:
                 Z += Zg
                 self.last_used.add("exact")
             if plan.large_idx is not None:
-                Ys = _gather(Y, plan.large_idx)
+                Ys = Y if plan.identity else _gather(Y, plan.large_idx)
                 Fs = np.empty_like(Ys)
                 for g, planned in enumerate(plan.large_engines):
                     a, b = plan.large_starts[g], plan.large_starts[g + 1]
@@ -319,7 +323,11 @@ class ConditionalRepulsion:
                         Fs[a:b], Zg = get_engine(engine)(Yg, **params)
                     self.last_used.add(engine)
                     Z += Zg
-                _add_rows(F, plan.large_idx, float(plan.coef), Fs)
+                if plan.identity:  # F += coef·Fs, element by element as _add_rows
+                    np.multiply(Fs, float(plan.coef), out=Fs)
+                    F += Fs
+                else:
+                    _add_rows(F, plan.large_idx, float(plan.coef), Fs)
             S += plan.coef * Z
             plan.share = abs(plan.coef) * Z  # measured: the next call allocates by it
         return F, S
