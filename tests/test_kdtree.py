@@ -133,3 +133,18 @@ def test_class_by_class_lists_only_where_the_block_tree_would_not_be_exact():
     part = codes[:900_000]  # within the block tree's exact range: one search over all
     assert not own_first.use_own_first(len(part), 10, 90, part, "auto", "euclidean")
     assert own_first.use_own_first(len(part), 5, 90, part, "auto", "euclidean")  # scipy's
+
+
+def test_tolerance_bounds_every_distance_by_the_true_kth(rng):
+    X = rng.normal(size=(5000, 10))
+    Q = rng.normal(size=(400, 10)) + 6.0  # far queries, as another class's
+    tree = BlockTree(X)
+    exact_d, exact_i = tree.query(Q, 23)
+    for eps in (0.2, 0.5):
+        d, i = tree.query(Q, 23, eps=eps)
+        assert np.all(d <= (1.0 + eps) * exact_d[:, -1:] * (1 + 1e-12))
+        # each listed distance is the true distance of the point listed
+        true = np.sqrt(((X[i] - Q[:, None, :]) ** 2).sum(axis=2))
+        np.testing.assert_allclose(d, true, rtol=1e-12)
+    d0, i0 = tree.query(Q, 23, eps=0.0)
+    np.testing.assert_array_equal(i0, exact_i)

@@ -154,8 +154,9 @@ class ExactIndex:
             np.ascontiguousarray(Q, dtype=np.float64), radius, return_length=True,
             workers=self._jobs))
 
-    def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` nearest points to each row of ``Q``, nearest first.
+    def query(self, Q: np.ndarray, k: int, eps: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest points to each row of ``Q``, nearest first; with ``eps`` > 0
+        (k-d trees only) each within a factor 1 + eps of the true k-th nearest.
 
         Returns
         -------
@@ -163,11 +164,11 @@ class ExactIndex:
             In the order of scikit-learn's ``kneighbors``.
         """
         if self._blocks is not None:
-            return self._blocks.query(Q, k)
+            return self._blocks.query(Q, k, eps=eps)
         if self._nn is not None:
             return self._nn.kneighbors(Q, n_neighbors=k)
         d, i = self._kd.query(np.ascontiguousarray(Q, dtype=np.float64), k=[*range(1, k + 1)],
-                              workers=self._jobs)
+                              eps=eps, workers=self._jobs)
         return d, i
 
 
