@@ -300,6 +300,9 @@ class BlockTree:
         Xb = np.where(valid[:, :, None], X[np.maximum(self.ids, 0)], 0.0)
         self.Xb = np.ascontiguousarray(Xb.transpose(0, 2, 1))
         self.order = perm.astype(np.int64)
+        # each indexed point's leaf: the blocks of a query of the points themselves
+        self._leaf_of_point = np.empty(self.n, dtype=np.int64)
+        self._leaf_of_point[self.order] = np.repeat(np.arange(len(leaves)), self.counts)
 
     def query(self, Q: np.ndarray, k: int, self_rows: np.ndarray | None = None,
               eps: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -336,9 +339,7 @@ class BlockTree:
             return np.empty((0, k)), np.empty((0, k), dtype=np.int64)
         if self_rows is not None:
             # consecutive queries from one leaf form a block
-            leaf = np.empty(self.n, dtype=np.int64)
-            leaf[self.order] = np.repeat(np.arange(len(self.counts)), self.counts)
-            key = leaf[np.asarray(self_rows)]
+            key = self._leaf_of_point[np.asarray(self_rows)]
             qorder = np.arange(m)
         else:
             key = _leaf_of_queries(Q, self.left, self.right, self.lo, self.hi)

@@ -101,8 +101,11 @@ class ExactIndex:
     def __init__(self, data: np.ndarray, metric: str = "euclidean", n_jobs: int | None = None,
                  search_size: int | None = None):
         self._jobs = -1 if n_jobs is None or n_jobs < 0 else max(1, int(n_jobs))
-        self._data = np.ascontiguousarray(data, dtype=np.float64)
         self._kd = self._blocks = None
+        # the trees' points (float64), kept for scipy's tree, which radius counts build
+        # on first use; scikit-learn's index takes the data as given
+        tree = metric == "euclidean" and data.shape[1] <= TREE_DIMS
+        self._data = np.ascontiguousarray(data, dtype=np.float64) if tree else None
         if metric == "euclidean" and uses_block_tree(
                 len(data) if search_size is None else search_size, data.shape[1]):
             from .kdtree import BlockTree
@@ -110,7 +113,7 @@ class ExactIndex:
             self._blocks = BlockTree(self._data)
             self._nn = None
             self.order = self._blocks.order
-        elif metric == "euclidean" and data.shape[1] <= TREE_DIMS:
+        elif tree:
             self._kd = self._scipy_tree()
             self._nn = None
             self.order = np.asarray(self._kd.indices)
