@@ -118,7 +118,7 @@ def main(argv=None) -> None:
     row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
            "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
            "python": platform.python_version(), "case": f"transform-{a.n}+{a.new}",
-           "note": "shared machine (other helpers' work running)"}
+           "load_at_start": os.getloadavg()[0]}
 
     t0 = time.perf_counter()
     # one thread for the (untimed) fit: on a machine shared with other work, parallel
@@ -189,6 +189,7 @@ def main(argv=None) -> None:
             row["max_shift_vs_old_path"] = float(np.linalg.norm(Y_c - Y_old, axis=1).max())
             row["median_shift_vs_old_path"] = float(np.median(np.linalg.norm(Y_c - Y_old,
                                                                              axis=1)))
+        row["load_after_timed_calls"] = os.getloadavg()[0]
     for name, Y in (("ctsne_prior", Y_c), ("ctsne_plain", Y_p),
                     *((("opentsne", Y_o),) if child is not None else ())):
         row[f"{name}_agreement"] = agreement(Y_ref, five[ref], Y, five[new])
