@@ -33,18 +33,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel
 from ..neighbors.by_class import other_class_neighbors, own_class_neighbors, pooled_other_neighbors
-from .calibration import (
-    CALIBRATE_MAX_ITER,
-    CALIBRATE_TOL,
-    PARALLEL_FROM_ENTRIES,
-    calibrate_row,
-)
+from .calibration import block_perplexity, calibrate_blocks
 from .options import default_within_weight, n_neighbors_for
 from .symmetry import symmetrize
 
@@ -74,37 +67,6 @@ def other_block_width(k: int, L: int) -> int:
     return min(k, max(K_MIN, int(np.ceil(OTHER_SHARE * k / (L - 1)))))
 
 
-@numba.njit(cache=True)
-def block_perplexity(perplexity: float, width: int, k: int) -> float:
-    """Perplexity of a block of ``width`` of the ``k`` neighbours: scaled by ``width/k``, ≥ 1."""
-    return max(1.0, min(perplexity, perplexity * width / k))
-
-
-@kernel(PARALLEL_FROM_ENTRIES)
-def _calibrate_blocks(dist, starts, perplexity, k, weights, out):
-    # block b of row i is columns starts[b]:starts[b + 1], its filled slots (finite) first
-    n = dist.shape[0]
-    for i in numba.prange(n):
-        total = 0.0
-        for b in range(starts.shape[0] - 1):
-            lo, hi = starts[b], starts[b + 1]
-            w = 0
-            for j in range(lo, hi):
-                out[i, j] = 0.0
-                if np.isfinite(dist[i, j]):
-                    w += 1
-            if w == 0:
-                continue
-            calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k),
-                          CALIBRATE_TOL, CALIBRATE_MAX_ITER, out[i, lo:lo + w])
-            for j in range(lo, lo + w):
-                out[i, j] *= weights[i, b]
-                total += out[i, j]
-        # rows with an empty block (a class of one point) give its share to the others
-        for j in range(out.shape[1]):
-            out[i, j] /= total
-
-
 def _finish(idx_blocks, dist_blocks, weights, perplexity, k) -> sp.csr_matrix:
     """Calibrate each block at its own perplexity, weight the blocks, symmetrise."""
     n = idx_blocks[0].shape[0]
@@ -115,7 +77,7 @@ def _finish(idx_blocks, dist_blocks, weights, perplexity, k) -> sp.csr_matrix:
     weights = np.ascontiguousarray(np.broadcast_to(weights, (n, len(dist_blocks))),
                                    dtype=np.float64)
     cond = np.empty_like(dist)
-    _calibrate_blocks(dist, starts, float(perplexity), k, weights, cond, work=dist.size)
+    calibrate_blocks(dist, starts, float(perplexity), k, weights, cond)
     del dist
     return symmetrize(idx, cond)
 

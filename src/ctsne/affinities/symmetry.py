@@ -127,16 +127,17 @@ def _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, e, scale, fill):
 
 
 @kernel(PARALLEL_FROM_ENTRIES)
-def _union_counts(idx, cond, flat, tptr, tsrc, counts):
-    # counting writes nothing: counts and flat stand in for the output arrays
+def _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale, counts):
+    # Counts each row's entries into ``counts`` (then ``indptr``, ``indices`` and ``data``
+    # are empty stand-ins of the output's types) or, given no counts, fills the rows. One
+    # kernel for both passes: a first run in a new environment compiles it once.
+    fill = counts.shape[0] == 0
     for i in numba.prange(idx.shape[0]):
-        counts[i] = _union_row(i, idx, cond, flat, tptr, tsrc, counts, flat, 0, 1.0, False)
-
-
-@kernel(PARALLEL_FROM_ENTRIES)
-def _union_fill(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale):
-    for i in numba.prange(idx.shape[0]):
-        _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, indptr[i], scale, True)
+        if fill:
+            _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, indptr[i], scale, True)
+        else:
+            counts[i] = _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, 0, 1.0,
+                                   False)
 
 
 def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
@@ -159,15 +160,17 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     _transpose(idx, cond, tptr, tsrc)
     flat = cond.reshape(-1)
     counts = np.empty(n, dtype=np.int64)
-    _union_counts(idx, cond, flat, tptr, tsrc, counts, work=work)
+    # int32 stand-ins: the types of the fill below but for a P of 2³¹ entries or more
+    _union(idx, cond, flat, tptr, tsrc, np.empty(0, dtype=np.int32),
+           np.empty(0, dtype=np.int32), np.empty(0), 1.0, counts, work=work)
     nnz = int(counts.sum())
     itype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
     indptr = np.zeros(n + 1, dtype=itype)
     np.cumsum(counts, out=indptr[1:])
     indices = np.empty(nnz, dtype=itype)
     data = np.empty(nnz)
-    _union_fill(idx, cond, flat, tptr, tsrc, indptr, indices, data, 1.0 / (2.0 * n),
-                work=work)
+    _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, 1.0 / (2.0 * n),
+           np.empty(0, dtype=np.int64), work=work)
     P = sp.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     P.has_sorted_indices = True
     return P
