@@ -142,6 +142,49 @@ def test_reused_standard_lists_give_the_same_balanced_p(rng):
     assert got.cross_share.trust > 0.9  # a shifted copy: its counterparts are trusted
 
 
+def test_reused_lists_with_only_the_reused_rows_distances_give_the_same_p(rng):
+    from ctsne.affinities.standard import standard_conditional
+    from ctsne.neighbors.by_class import own_class_neighbors, own_class_rows
+    from ctsne.neighbors.search import nearest_neighbors
+
+    X, codes = _separated(rng, sizes=(60, 60), shift=1.5)
+    idx, dist = nearest_neighbors(X, 15, method="exact")
+    mask = own_class_rows(idx, codes)
+    np.testing.assert_array_equal(mask, np.all(codes[idx] == codes[:, None], axis=1))
+    assert 0 < mask.sum() < len(mask)
+    full = own_class_neighbors(X, codes, 15, method="exact", known=(idx, dist, mask))
+    compact = own_class_neighbors(X, codes, 15, method="exact",
+                                  known=(idx, dist[mask], mask))
+    np.testing.assert_array_equal(full[0], compact[0])
+    np.testing.assert_array_equal(full[1], compact[1])
+    # the table keeps exactly those rows' distances, taken before calibrating in place
+    table = standard_conditional(X, 5.0, neighbors="exact", keep_own_class=codes)
+    np.testing.assert_array_equal(table.own_rows, mask)
+    np.testing.assert_array_equal(table.dist, dist[mask])
+    # auto's balanced P is the one built from the whole table
+    X, codes = _separated(rng, sizes=(60, 60), shift=6.0)
+    got = input_affinities(X, 5.0, codes, "auto", neighbors="exact")
+    idx, dist = nearest_neighbors(X, 15, method="exact")
+    want = balanced_affinities(X, codes, 5.0, within_weight=1 - got.cross_share.class_share[0],
+                               neighbors="exact",
+                               known=(idx, dist, np.all(codes[idx] == codes[:, None], 1)))
+    assert got.mode == "balanced"
+    np.testing.assert_allclose(got.P.toarray(), want.toarray(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("k", [0, 1, 7])
+def test_own_class_rows_matches_its_definition(k, rng):
+    from ctsne.neighbors.by_class import own_class_rows
+
+    codes = rng.integers(0, 300, 500)  # more classes than int8 holds
+    codes[:250] = 3  # many rows wholly own-class
+    idx = np.where(rng.random((500, k)) < 0.5, rng.integers(0, 250, (500, k)),
+                   rng.integers(0, 500, (500, k)))
+    want = np.all(codes[idx] == codes[:, None], axis=1)
+    np.testing.assert_array_equal(own_class_rows(idx, codes), want)
+    assert k == 0 or 0 < want.sum() < 500
+
+
 def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactly(
         rng, monkeypatch):
     import pynndescent

@@ -131,8 +131,9 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     # the standard P's table (joint_affinities' P, bit for bit); "auto" with a prior keeps
     # the distances, for the balanced P to reuse the lists
     found = None if through is None else (through.idx, through.dist)
-    table = standard_conditional(X, perplexity, progress=progress,
-                                 keep_distances=auto and not trivial, lists=found, **search)
+    keep = classes if auto and not trivial and through is None else None
+    table = standard_conditional(X, perplexity, progress=progress, keep_own_class=keep,
+                                 lists=found, **search)
     if trivial:
         return Affinities(table.joint(), "standard", None)
     mixing = table_mixing(table.idx, table.cond, classes)
@@ -167,10 +168,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         lists = balanced_lists(X, classes, perplexity, own=(through.own_idx, through.own_dist),
                                **search)
     else:  # rows whose standard list is all own-class need no new search
-        mask = np.all(classes[table.idx] == classes[:, None], axis=1)
-        lists = balanced_lists(X, classes, perplexity, known=(table.idx, table.dist, mask),
-                               **search)
-        del mask
+        lists = balanced_lists(X, classes, perplexity,
+                               known=(table.idx, table.dist, table.own_rows), **search)
     del through
     if within_weight is not None:  # the user's own-class share replaces the rule's
         choice.class_share = np.full(len(choice.class_share), 1.0 - float(within_weight))

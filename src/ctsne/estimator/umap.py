@@ -46,6 +46,7 @@ from ..affinities.modes import Affinities, warn_if_separated
 from ..affinities.options import default_within_weight
 from ..checks import check_spread, to_safe_scale
 from ..forces.curve import fit_curve
+from ..neighbors.by_class import own_class_rows
 from ..neighbors.own_first import standard_through_classes
 from ..neighbors.search import is_exact_search, nearest_neighbors
 from ..optimization.negatives import NegativeSampler
@@ -520,7 +521,7 @@ class ConditionalUMAP(GraphEmbedding):
             G = self._balanced(X, classes, search, None, own,
                                own_lists=(through.own_idx, through.own_dist))
         else:  # rows whose list is all own-class need no new own-class search
-            mask = np.all(classes[idx] == classes[:, None], axis=1)
+            mask = own_class_rows(idx, classes)
             G = self._balanced(X, classes, search, (idx, dist, mask), own)
         return Affinities(G, "balanced", prior_mixing(G, classes), standard_mixing=mixing,
                           cross_share=choice)

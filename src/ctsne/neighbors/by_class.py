@@ -54,7 +54,7 @@ from .search import (
 )
 
 __all__ = ["FAR_SEARCHES", "SearchIndex", "other_class_neighbors", "own_class_neighbors",
-           "pooled_other_neighbors"]
+           "own_class_rows", "pooled_other_neighbors"]
 
 # Classes up to this size find their own-class lists by brute force in one call each:
 # hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of times.
@@ -192,6 +192,24 @@ def _empty(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
             np.full((n, k), np.inf))
 
 
+def own_class_rows(idx: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Which rows of a neighbour table ``idx`` (n, k) list only points of their own class.
+
+    Rows whose nearest neighbour is of another class are out at once; only the others
+    are read whole, with the classes in their narrowest integer type (200,000 × 90, 5
+    random classes: 13 ms against 110 ms for the whole table in int64).
+    """
+    codes = np.asarray(codes)
+    small = codes.astype(np.min_scalar_type(max(int(codes.max()), 0)))
+    out = np.zeros(len(small), dtype=bool)
+    if idx.shape[1] == 0:
+        out[:] = True
+        return out
+    maybe = np.flatnonzero(small[idx[:, 0]] == small)
+    out[maybe] = np.all(small[idx[maybe]] == small[maybe, None], axis=1)
+    return out
+
+
 def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_state=None,
                         n_jobs=None, known=None):
     """Each point's ``k`` nearest points of its own class.
@@ -203,10 +221,12 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
         Class 0..L−1 of each point.
     k : int
     known : tuple (idx, dist, mask), optional
-        A standard kNN table (n, k) and the rows whose list is all own-class: those rows
-        already hold their answer and the others are searched exactly (exact classes,
-        and approximate ones in few features where most rows are answered; otherwise
-        the class's own approximate index computes every row's list as it builds).
+        A standard kNN table (idx (n, k)) and the rows whose list is all own-class
+        (``mask``): those rows already hold their answer and the others are searched
+        exactly (exact classes, and approximate ones in few features where most rows are
+        answered; otherwise the class's own approximate index computes every row's list
+        as it builds). ``dist``: every row's distances (n, k), or only the masked rows'
+        (``mask.sum()`` rows, in row order).
 
     Returns
     -------
@@ -215,6 +235,9 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
     """
     n = len(codes)
     idx, dist = _empty(n, k)
+    if known is not None:  # the row of ``dist`` that holds each point's distances
+        mask = known[2]
+        dist_row = np.cumsum(mask) - 1 if len(known[1]) != n else np.arange(n)
     for c in range(int(codes.max()) + 1):
         rows = np.flatnonzero(codes == c)
         kc = min(k, len(rows) - 1)
@@ -224,7 +247,7 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
         if known is not None and _reuse(known[2][rows], X.shape[1], metric, method):
             kidx, kdist, mask = known
             done = rows[mask[rows]]
-            idx[done, :kc], dist[done, :kc] = kidx[done, :kc], kdist[done, :kc]
+            idx[done, :kc], dist[done, :kc] = kidx[done, :kc], kdist[dist_row[done], :kc]
             todo = rows[~mask[rows]]
             if len(todo) == 0:
                 continue
