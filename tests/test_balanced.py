@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from ctsne import ConditionalTSNE
-from ctsne.affinities.balanced import balanced_affinities, revised_affinities
+from ctsne.affinities.balanced import (
+    balanced_affinities,
+    balanced_from_lists,
+    balanced_lists,
+    revised_affinities,
+)
 from ctsne.affinities.modes import input_affinities
 from ctsne.metrics import knn_label_homogeneity
 from ctsne.neighbors import by_class as label_neighbors
@@ -161,14 +166,16 @@ def test_reused_lists_with_only_the_reused_rows_distances_give_the_same_p(rng):
     table = standard_conditional(X, 5.0, neighbors="exact", keep_own_class=codes)
     np.testing.assert_array_equal(table.own_rows, mask)
     np.testing.assert_array_equal(table.dist, dist[mask])
-    # auto's balanced P is the one built from the whole table
-    X, codes = _separated(rng, sizes=(60, 60), shift=6.0)
+    # auto's balanced P (which reuses the kept rows) is the one built from the whole
+    # table, on classes close enough that some rows list the other class
+    X, codes = _separated(rng, sizes=(60, 60), shift=2.0)
     got = input_affinities(X, 5.0, codes, "auto", neighbors="exact")
+    kept = standard_conditional(X, 5.0, neighbors="exact", keep_own_class=codes).own_rows
+    assert got.mode == "balanced" and 0 < kept.sum() < len(codes)
     idx, dist = nearest_neighbors(X, 15, method="exact")
-    want = balanced_affinities(X, codes, 5.0, within_weight=1 - got.cross_share.class_share[0],
-                               neighbors="exact",
-                               known=(idx, dist, np.all(codes[idx] == codes[:, None], 1)))
-    assert got.mode == "balanced"
+    lists = balanced_lists(X, codes, 5.0, neighbors="exact",
+                           known=(idx, dist, np.all(codes[idx] == codes[:, None], 1)))
+    want = balanced_from_lists(lists, 1.0 - got.cross_share.class_share, 5.0)
     np.testing.assert_allclose(got.P.toarray(), want.toarray(), rtol=1e-12, atol=1e-15)
 
 

@@ -184,6 +184,9 @@ def calibrate_blocks(dist: np.ndarray, starts: np.ndarray, perplexity: float, k:
     out : ndarray (n, m), float64
         Not ``dist``.
     """
+    # writable and C-ordered as calibrate's stand-in is, or numba compiles the kernel
+    # again for a read-only view (np.broadcast_to gives one)
+    weights = np.require(weights, np.float64, ["C", "W"])
     _calibrate_kernel(dist, float(perplexity), CALIBRATE_TOL, CALIBRATE_MAX_ITER, starts, k,
                       weights, out, work=dist.size)
     return out

@@ -129,7 +129,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         through = standard_through_classes(X, classes, n_neighbors_for(perplexity, len(X)),
                                            neighbors, metric, n_jobs, progress)
     # the standard P's table (joint_affinities' P, bit for bit); "auto" with a prior keeps
-    # the distances, for the balanced P to reuse the lists
+    # the distances of the rows whose list is all own-class (where it searched them
+    # itself), for the balanced P to reuse those lists
     found = None if through is None else (through.idx, through.dist)
     keep = classes if auto and not trivial and through is None else None
     table = standard_conditional(X, perplexity, progress=progress, keep_own_class=keep,

@@ -86,6 +86,7 @@ def standard_conditional(
     lists : tuple (idx, dist), optional
         The search's answer, found otherwise
         (:func:`ctsne.neighbors.own_first.standard_through_classes`); not searched again.
+        Its ``dist`` is overwritten by the calibration, as the search's own would be.
 
     Returns
     -------

@@ -78,9 +78,10 @@ def _transpose(idx, cond, tptr, tsrc):
 @numba.njit(cache=True)
 def _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, e, scale, fill):
     """Row i of C + Cᵀ: a merge of C's row (sorted by column) and Cᵀ's (sorted by
-    source position, positive entries only). Returns the number of entries kept (sum
-    > 0); with ``fill``, they are written from ``e`` on, scaled (without ``fill`` the
-    values of Cᵀ are not read: every one of its entries is kept).
+    source position, positive entries only). Returns the number of entries kept (C's
+    entries above 0 and every mirror pair); with ``fill``, they are written from ``e``
+    on, scaled (without ``fill`` the values of Cᵀ are not read: every one of its entries
+    is kept).
 
     A Cᵀ entry at position src = j·k + b has column j: it precedes the C entry of column
     c when src < c·k, follows it when src ≥ (c + 1)·k, and is its mirror otherwise

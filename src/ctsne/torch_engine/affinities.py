@@ -81,7 +81,7 @@ def to_scipy(P) -> sp.csr_matrix:
 
 def _blocks(dist, widths, perplexity: float, k: int, weights):
     """Each block of columns calibrated over its filled slots at its scaled perplexity
-    (:func:`ctsne.affinities.balanced.block_perplexity`), weighted, rows normalised."""
+    (:func:`ctsne.affinities.calibration.block_perplexity`), weighted, rows normalised."""
     torch = load_torch()
     out = torch.zeros_like(dist)
     start = 0
