@@ -1,19 +1,14 @@
 """Far lists shared from representatives, against dense distances computed here."""
 
 import numpy as np
-import pytest
 
 from ctsne.neighbors import by_class as ln
 from ctsne.neighbors.by_class import other_class_neighbors, own_class_neighbors
 from ctsne.neighbors.representatives import (
     REP_EVERY,
     REPS_PER_POINT,
-    SPARSE_EVERY,
-    SPARSE_FROM_K,
-    SPARSE_PER_POINT,
     lists_from_representatives,
     representatives,
-    sharing,
 )
 
 
@@ -28,35 +23,24 @@ def _dense(X, rows, cols):
     return np.sqrt(((X[rows][:, None, :] - X[cols][None, :, :]) ** 2).sum(-1))
 
 
-def test_long_lists_share_sparser_representatives():
-    assert sharing(SPARSE_FROM_K - 1) == (REP_EVERY, REPS_PER_POINT)
-    assert sharing(SPARSE_FROM_K) == (SPARSE_EVERY, SPARSE_PER_POINT)
-    assert sharing(90) == (8, 6)  # the default perplexity's lists
-
-
-@pytest.mark.parametrize("k_own", [20, 80])
-def test_every_point_is_searched_or_has_enough_representatives(k_own, rng):
+def test_every_point_is_searched_or_has_enough_representatives(rng):
     X, codes = _shifted(rng)
-    own, _ = own_class_neighbors(X, codes, k_own, method="exact")
-    every, per_point = sharing(k_own)
+    own, _ = own_class_neighbors(X, codes, 20, method="exact")
     rep = representatives(codes, own)
     for c in range(3):
         share = rep[codes == c].mean()
-        assert 1 / every - 0.01 <= share < 0.5, share
+        assert 1 / REP_EVERY - 0.01 <= share < 0.5, share
     listed = (rep[own] & (own != np.arange(len(codes))[:, None])).sum(axis=1)
-    assert np.all(rep | (listed >= per_point))
-    assert (~rep).mean() > 0.5  # most points share
+    assert np.all(rep | (listed >= REPS_PER_POINT))
     # a class too small for its points to list four representatives: all searched
     tiny = np.r_[codes, [3, 3, 3]]
     own_t, _ = own_class_neighbors(np.vstack([X, X[:3] + 50]), tiny, 20, method="exact")
     assert representatives(tiny, own_t)[-3:].all()
 
 
-@pytest.mark.parametrize("k_own", [20, 80])
-def test_shared_lists_are_the_nearest_candidates_and_nearly_exact(k_own, rng):
+def test_shared_lists_are_the_nearest_candidates_and_nearly_exact(rng):
     X, codes = _shifted(rng)
-    own, _ = own_class_neighbors(X, codes, k_own, method="exact")
-    per_point = sharing(k_own)[1]
+    own, _ = own_class_neighbors(X, codes, 20, method="exact")
     rep = representatives(codes, own)
     target = np.flatnonzero(codes == 0)
     queries = np.flatnonzero(codes != 0)
@@ -71,11 +55,11 @@ def test_shared_lists_are_the_nearest_candidates_and_nearly_exact(k_own, rng):
     direct = rep[queries]
     ref_idx, ref_dist = exact(X[queries], k)
     np.testing.assert_array_equal(idx[direct], ref_idx[direct])
-    # the others: the k nearest of the union of their first representatives' lists
+    # the others: the k nearest of the union of their first four representatives' lists
     rep_list = {int(q): set(ref_idx[t]) for t, q in enumerate(queries) if direct[t]}
     for t in np.flatnonzero(~direct)[::37]:
         q = queries[t]
-        reps = [j for j in own[q] if rep[j]][:per_point]
+        reps = [j for j in own[q] if rep[j]][:REPS_PER_POINT]
         cand = np.array(sorted(set().union(*(rep_list[int(r)] for r in reps))))
         d = _dense(X, [q], cand)[0]
         np.testing.assert_array_equal(idx[t], cand[np.argsort(d)[:k]])

@@ -1,4 +1,4 @@
-"""Far neighbour lists from representatives: search for a few of the points, share.
+"""Far neighbour lists from representatives: search for a quarter of the points, share.
 
 A point's nearest points of a distant class are nearly those of its own nearest
 neighbours: the distance to the other class is much larger than the step between
@@ -13,14 +13,6 @@ Measured (1M points, 5 shifted classes in 10-D; class 1's 200,000 points into cl
 200,000, k = 23, both searches with the tree at tolerance 0.5): direct search 14.5 s,
 recall 0.81 against the exact lists; representatives 5.1 s + 0.3 s for the candidates,
 recall 0.82, k-th distance median 1.001×, at most 1.06× the exact one.
-
-With long own-class lists (:data:`SPARSE_FROM_K`, the default perplexity's k = 90) the
-representatives are sparser and each point shares more of them (:func:`sharing`): one in
-8, six lists each, against one in 4, four lists. The 250,000-point paper-style set with
-its 5-class prior (every point's 23 nearest of each other class, 2 threads, 2026-11-27):
-8.9–9.3 s against 10.6–11.6 s, recall 0.883 against 0.860 on 3,000 sampled points, k-th
-distance 1.0018× the exact one at the median against 1.0029× (99th percentile 1.046×
-against 1.053×). One in 8 with four lists: 8.1 s, recall 0.853.
 """
 
 from __future__ import annotations
@@ -30,49 +22,30 @@ import numpy as np
 
 from .._parallel import kernel
 
-__all__ = ["REP_EVERY", "REPS_PER_POINT", "SPARSE_EVERY", "SPARSE_FROM_K",
-           "SPARSE_PER_POINT", "lists_from_representatives", "representatives", "sharing"]
+__all__ = ["REP_EVERY", "REPS_PER_POINT", "representatives", "lists_from_representatives"]
 
-# One point in REP_EVERY of each class is a representative; a point takes the lists of
-# the first REPS_PER_POINT representatives in its own-class list.
 REP_EVERY = 4
 REPS_PER_POINT = 4
-# From this many own-class neighbours on, sparser representatives, each point sharing more
-# (module note): a list of k holds k/8 of them on average, so at k = 75 about 1 point in 12
-# has fewer than six and is searched directly (1 in 40 at k = 90; at k = 45 half would be).
-SPARSE_FROM_K = 75
-SPARSE_EVERY = 8
-SPARSE_PER_POINT = 6
-# Candidate distances (points × lists per point × k) from which the candidates' pass runs on
+# Candidate distances (points × REPS_PER_POINT × k) from which the candidates' pass runs on
 # the thread pool: each costs about what an entry of the passes over (n, k) neighbour
 # tables in ctsne.affinities does, whose threshold this is.
 PARALLEL_FROM_CANDIDATES = 20_000
 
 
-def sharing(k_own: int) -> tuple[int, int]:
-    """(one representative in how many points, representatives' lists per point) for
-    own-class lists of ``k_own`` neighbours."""
-    if k_own >= SPARSE_FROM_K:
-        return SPARSE_EVERY, SPARSE_PER_POINT
-    return REP_EVERY, REPS_PER_POINT
-
-
 def representatives(codes: np.ndarray, own_idx: np.ndarray) -> np.ndarray:
     """Which points are searched directly (bool (n,)).
 
-    One point in ``every`` of each class by its position in the class, and every point
-    whose own-class list holds fewer than ``per_point`` of those (:func:`sharing` of the
-    lists' length).
+    One point in :data:`REP_EVERY` of each class by its position in the class, and every
+    point whose own-class list holds fewer than :data:`REPS_PER_POINT` of those.
     """
-    every, per_point = sharing(own_idx.shape[1])
     n = len(codes)
     order = np.argsort(codes, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(codes))][codes[order]]
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n) - starts
-    rep = rank % every == 0
+    rep = rank % REP_EVERY == 0
     listed = rep[own_idx] & (own_idx != np.arange(n)[:, None])  # empty slots hold the point
-    return rep | (listed.sum(axis=1) < per_point)
+    return rep | (listed.sum(axis=1) < REPS_PER_POINT)
 
 
 # Queries per parallel task of the candidates' pass: one candidate buffer per task.
@@ -80,7 +53,7 @@ _BLOCK = 64
 
 
 @kernel(PARALLEL_FROM_CANDIDATES)
-def _from_reps(X, queries, own_idx, slot, rep_idx, k, per_point, out_idx, out_dist):
+def _from_reps(X, queries, own_idx, slot, rep_idx, k, out_idx, out_dist):
     nq = queries.shape[0]
     kr = rep_idx.shape[1]
     p = X.shape[1]
@@ -126,7 +99,7 @@ def _from_reps(X, queries, own_idx, slot, rep_idx, k, per_point, out_idx, out_di
                     best_d[pos] = du
                     best_i[pos] = j
                 got += 1
-                if got == per_point:
+                if got == REPS_PER_POINT:
                     break
             for t in range(k):
                 out_idx[q, t] = best_i[t]
@@ -165,9 +138,8 @@ def lists_from_representatives(X, queries, own_idx, rep, search, k):
     if len(rest):
         X64 = np.ascontiguousarray(X, dtype=np.float64)
         r_idx, r_dist = idx[rest], dist[rest]
-        per_point = sharing(own_idx.shape[1])[1]
         _from_reps(X64, queries[rest], np.ascontiguousarray(own_idx, dtype=np.int64), slot,
-                   np.ascontiguousarray(idx[direct]), k, per_point, r_idx, r_dist,
-                   work=len(rest) * per_point * k)
+                   np.ascontiguousarray(idx[direct]), k, r_idx, r_dist,
+                   work=len(rest) * REPS_PER_POINT * k)
         idx[rest], dist[rest] = r_idx, r_dist
     return idx, dist
