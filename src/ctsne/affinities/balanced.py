@@ -74,8 +74,7 @@ def _finish(idx_blocks, dist_blocks, weights, perplexity, k) -> sp.csr_matrix:
                                if n < np.iinfo(np.int32).max else np.int64)
     dist = np.ascontiguousarray(np.hstack(dist_blocks), dtype=np.float64)
     starts = np.cumsum([0] + [b.shape[1] for b in dist_blocks]).astype(np.int64)
-    weights = np.ascontiguousarray(np.broadcast_to(weights, (n, len(dist_blocks))),
-                                   dtype=np.float64)
+    weights = np.broadcast_to(weights, (n, len(dist_blocks)))  # laid out by calibrate_blocks
     cond = np.empty_like(dist)
     calibrate_blocks(dist, starts, float(perplexity), k, weights, cond)
     del dist

@@ -154,10 +154,14 @@ class SearchIndex:
                                  low_memory=True)
             self._nn.prepare()
 
+    def _beyond_scan(self, m: int) -> bool:
+        """Whether ``m`` far queries are too many to answer exactly (SCAN_MAX_PAIRS)."""
+        return len(self.rows) * m > SCAN_MAX_PAIRS
+
     def tolerant_for(self, m: int) -> bool:
         """Whether ``m`` queries go to the k-d tree with relative tolerance."""
         return self._scan is not None and self._tolerant and (
-            not self.exact or len(self._scan) * m > SCAN_MAX_PAIRS)
+            not self.exact or self._beyond_scan(m))
 
     def query(self, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest indexed points of each row of ``Q`` (global numbers)."""
@@ -171,12 +175,12 @@ class SearchIndex:
             d, i = self._kd.query(Q, k=k, eps=FAR_EPS, workers=self._jobs)
             i, d = np.asarray(i).reshape(len(Q), k), np.asarray(d).reshape(len(Q), k)
             return self.rows[i], d
+        eps = BLOCK_FAR_EPS if self._far_blocks and self._beyond_scan(len(Q)) else 0.0
         for start in range(0, len(Q), QUERY_CHUNK):
             stop = min(len(Q), start + QUERY_CHUNK)
             if self._scan is not None:
                 i, d = brute_knn(self._scan, Q[start:stop], k)
             elif self._far_blocks:
-                eps = BLOCK_FAR_EPS if len(self.rows) * len(Q) > SCAN_MAX_PAIRS else 0.0
                 d, i = self._nn.query(Q[start:stop], k, eps=eps)
             elif self.exact:
                 d, i = self._nn.query(Q[start:stop], k)
@@ -235,17 +239,17 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
     """
     n = len(codes)
     idx, dist = _empty(n, k)
-    if known is not None:  # the row of ``dist`` that holds each point's distances
-        mask = known[2]
-        dist_row = np.cumsum(mask) - 1 if len(known[1]) != n else np.arange(n)
+    if known is not None:
+        kidx, kdist, mask = known
+        # the row of kdist that holds each point's distances
+        dist_row = np.cumsum(mask) - 1 if len(kdist) != n else np.arange(n)
     for c in range(int(codes.max()) + 1):
         rows = np.flatnonzero(codes == c)
         kc = min(k, len(rows) - 1)
         if kc < 1:
             continue
         todo = rows
-        if known is not None and _reuse(known[2][rows], X.shape[1], metric, method):
-            kidx, kdist, mask = known
+        if known is not None and _reuse(mask[rows], X.shape[1], metric, method):
             done = rows[mask[rows]]
             idx[done, :kc], dist[done, :kc] = kidx[done, :kc], kdist[dist_row[done], :kc]
             todo = rows[~mask[rows]]
