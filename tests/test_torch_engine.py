@@ -1,8 +1,11 @@
 """The torch engine (ctsne.torch_engine) against the numba engine and exact references.
 
-All on the CPU (``device="cpu"``): the same code runs on CUDA. Skipped when torch is not
+On the CPU (``device="cpu"``) unless ``CTSNE_TEST_TORCH_DEVICE`` names another torch device
+(``cuda`` on a GPU machine: the same tests, the same tolerances). Skipped when torch is not
 installed (``pip install ctsne[gpu]``; CI's .ci/run installs the CPU build).
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -23,14 +26,23 @@ from ctsne.torch_engine.gradient import TorchGradient  # noqa: E402
 from ctsne.torch_engine.neighbors import block_knn  # noqa: E402
 from ctsne.torch_engine.repulsion import FFTRepulsion, Groups, exact_repulsion  # noqa: E402
 
-CPU = torch.device("cpu")
+DEVICE = torch.device(os.environ.get("CTSNE_TEST_TORCH_DEVICE", "cpu"))
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
+def _t(a, **kwargs):
+    """A tensor on the device under test."""
+    return torch.tensor(a, device=DEVICE, **kwargs)
+
+
+def _host(a) -> np.ndarray:
+    return np.asarray(a.cpu() if isinstance(a, torch.Tensor) else a, dtype=np.float64)
+
+
 def _rel(a, b) -> float:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    a, b = _host(a), _host(b)
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
@@ -66,14 +78,14 @@ def test_batched_fft_equals_the_per_class_loop_of_numba_fft(d):
             f, z = repulsion_fft(Y[mask])
             F_loop[mask] += term.coef * f
             S_loop += term.coef * z
-    engine = FFTRepulsion(Groups(terms, n, CPU), d)
-    F, S = engine(torch.tensor(Y))
+    engine = FFTRepulsion(Groups(terms, n, DEVICE), d)
+    F, S = engine(_t(Y))
     assert _rel(F, F_loop) < 1e-10
     assert abs(float(S) / S_loop - 1) < 1e-10
-    F32, S32 = engine(torch.tensor(Y, dtype=torch.float32))
+    F32, S32 = engine(_t(Y, dtype=torch.float32))
     assert _rel(F32, F_loop) < 1e-4 and abs(float(S32) / S_loop - 1) < 1e-5
     # and the interpolation itself against all pairs (the default 2-D grid: measured 2.3e-3)
-    Fe, Se = exact_repulsion(torch.tensor(Y), engine.groups)
+    Fe, Se = exact_repulsion(_t(Y), engine.groups)
     assert _rel(F, Fe) < 5e-3 and abs(float(S) / float(Se) - 1) < 1e-4
 
 
@@ -85,12 +97,12 @@ def test_exact_repulsion_weights_every_pair():
     # w_ij = (0.3 + 1.1[a]) (0.5 + 0.8[b]) expanded into indicator terms
     terms = [PriorTerm(0.15, None, 1), PriorTerm(0.55, a, 2), PriorTerm(0.24, b, 3),
              PriorTerm(0.88, a * 3 + b, 6)]
-    F, S = exact_repulsion(torch.tensor(Y), Groups(terms, n, CPU))
+    F, S = exact_repulsion(_t(Y), Groups(terms, n, DEVICE))
     W = (0.3 + 1.1 * (a[:, None] == a)) * (0.5 + 0.8 * (b[:, None] == b))
     diff = Y[:, None, :] - Y[None, :, :]
     T = 1.0 / (1.0 + (diff ** 2).sum(-1))
     np.fill_diagonal(T, 0.0)
-    assert np.allclose(F.numpy(), ((W * T * T)[..., None] * diff).sum(1), rtol=1e-12)
+    assert np.allclose(F.cpu().numpy(), ((W * T * T)[..., None] * diff).sum(1), rtol=1e-12)
     assert np.isclose(float(S), (W * T).sum(), rtol=1e-12)
 
 
@@ -110,15 +122,15 @@ def test_gradient_matches_the_numba_engine(problem, which):
              "product": make_prior(np.c_[codes, other], n, beta=0.1, combine="product")}[which]
     Y = _layout(n, 5, 3.0)
     ref, kl_ref = ConditionalGradient(P, prior, 2, "exact")(Y.copy(), 3.0, True)
-    g64, kl64 = TorchGradient(P, prior, 2, "exact", CPU, torch.float64)(torch.tensor(Y), 3.0,
+    g64, kl64 = TorchGradient(P, prior, 2, "exact", DEVICE, torch.float64)(_t(Y), 3.0,
                                                                           True)
     assert _rel(g64, ref) < 1e-5 and abs(kl64 - kl_ref) < 1e-9
-    g32, kl32 = TorchGradient(P, prior, 2, "exact", CPU, torch.float32)(
-        torch.tensor(Y, dtype=torch.float32), 3.0, True)
+    g32, kl32 = TorchGradient(P, prior, 2, "exact", DEVICE, torch.float32)(
+        _t(Y, dtype=torch.float32), 3.0, True)
     assert g32.dtype == torch.float32
     assert _rel(g32, ref) < 1e-3 and abs(kl32 - kl_ref) < 1e-4
     # the FFT path carries only the interpolation error
-    gf, klf = TorchGradient(P, prior, 2, "fft", CPU, torch.float64)(torch.tensor(Y), 3.0, True)
+    gf, klf = TorchGradient(P, prior, 2, "fft", DEVICE, torch.float64)(_t(Y), 3.0, True)
     assert _rel(gf, ref) < 5e-3 and abs(klf - kl_ref) < 1e-3
 
 
@@ -128,8 +140,8 @@ def test_gradient_and_kl_match_the_exact_objective_and_finite_differences(proble
     prior = make_prior(codes, n, beta=0.05)
     Y = _layout(n, 6, 2.0)
     kl_ref, grad_ref = exact_objective(P, Y, codes, beta=0.05)
-    grad = TorchGradient(P, prior, 2, "exact", CPU, torch.float64)
-    g, kl = grad(torch.tensor(Y), 1.0, True)
+    grad = TorchGradient(P, prior, 2, "exact", DEVICE, torch.float64)
+    g, kl = grad(_t(Y), 1.0, True)
     assert abs(kl - kl_ref) < 1e-10
     assert _rel(g, grad_ref) < 1e-10
     # central differences of the engine's own KL along a few coordinates
@@ -158,14 +170,14 @@ def test_calibration_matches_the_numba_search():
     dist = np.sort(rng.gamma(2.0, 1.0, size=(300, 45)), axis=1)
     dist[:10] *= 1e-6  # tiny and huge scales calibrate the same (relative distances)
     dist[10:20] *= 1e5
-    ours = calibrate_rows(torch.tensor(dist), 15.0).numpy()
+    ours = calibrate_rows(_t(dist), 15.0).cpu().numpy()
     assert np.abs(ours - calibrate(dist, 15.0)).max() < 1e-9
     # per-row perplexities over a prefix of valid entries, as the balanced blocks do
     filled = rng.integers(3, 46, 300)
     valid = np.arange(45)[None, :] < filled[:, None]
     perp = np.maximum(1.0, 15.0 * filled / 45)
-    ours = calibrate_rows(torch.tensor(np.where(valid, dist, np.inf)), torch.tensor(perp),
-                          torch.tensor(valid)).numpy()
+    ours = calibrate_rows(_t(np.where(valid, dist, np.inf)), _t(perp),
+                          _t(valid)).cpu().numpy()
     for i in range(300):
         ref = np.zeros(45)
         calibrate_row(dist[i, :filled[i]].copy(), perp[i], 1e-8, 200, ref[:filled[i]])
@@ -179,11 +191,11 @@ def test_block_knn_is_exact(work):
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(700, 12)) * 50.0 + 1e3  # far from the origin: the expanded form
-    i, d = block_knn(torch.tensor(X), torch.tensor(X), 25, same=True,   # cancels there
+    i, d = block_knn(_t(X), _t(X), 25, same=True,   # cancels there
                      work_dtype=getattr(torch, work))
     d_ref, i_ref = NearestNeighbors(n_neighbors=26).fit(X).kneighbors(X)
-    assert np.array_equal(i.numpy(), i_ref[:, 1:])
-    assert np.allclose(d.numpy(), d_ref[:, 1:], rtol=1e-12)
+    assert np.array_equal(i.cpu().numpy(), i_ref[:, 1:])
+    assert np.allclose(d.cpu().numpy(), d_ref[:, 1:], rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode, weight", [("standard", None), ("balanced", 0.85),
@@ -191,7 +203,7 @@ def test_block_knn_is_exact(work):
 def test_P_equals_the_numba_engines(blobs, mode, weight):
     X, codes, _ = blobs
     ref = input_affinities(X, 20.0, codes, mode, weight, neighbors="exact")
-    built, plan = device_affinities(X, 20.0, codes, mode, weight, device=CPU)
+    built, plan = device_affinities(X, 20.0, codes, mode, weight, device=DEVICE)
     assert plan == "device" and built.mode == ref.mode == mode
     assert built.P.shape == ref.P.shape and sp.isspmatrix_csr(built.P)
     assert abs(built.P - ref.P).max() <= 1e-6
@@ -205,7 +217,7 @@ def test_P_chosen_from_the_data_is_the_numba_engines(blobs, mode):
     X, codes, other = blobs
     for prior in (codes, other):
         ref = input_affinities(X, 20.0, prior, mode, neighbors="exact")
-        built, plan = device_affinities(X, 20.0, prior, mode, neighbors="exact", device=CPU)
+        built, plan = device_affinities(X, 20.0, prior, mode, neighbors="exact", device=DEVICE)
         assert plan == "host" and built.mode == ref.mode
         assert abs(built.P - ref.P).max() <= 1e-6
 
@@ -216,7 +228,7 @@ def test_P_with_many_classes_pools_the_other_classes():
     X = rng.normal(size=(360, 5))
     codes = np.arange(360) % 12
     ref = input_affinities(X, 10.0, codes, "balanced", 0.7, neighbors="exact")
-    built, _ = device_affinities(X, 10.0, codes, "balanced", 0.7, device=CPU)
+    built, _ = device_affinities(X, 10.0, codes, "balanced", 0.7, device=DEVICE)
     assert abs(built.P - ref.P).max() <= 1e-6
 
 
@@ -226,10 +238,10 @@ def test_faiss_search_finds_the_exact_neighbours_with_float64_distances():
 
     rng = np.random.default_rng(7)
     X = rng.normal(size=(3000, 8)) + 3.0 * rng.integers(0, 5, 3000)[:, None]
-    i, d = standard_knn(torch.tensor(X), 20, "faiss", random_state=0)
-    i_ref, d_ref = block_knn(torch.tensor(X), torch.tensor(X), 20, same=True)
-    i, d = i.numpy(), d.numpy()
-    recall = np.mean([len(set(a) & set(b)) / 20 for a, b in zip(i, i_ref.numpy(),
+    i, d = standard_knn(_t(X), 20, "faiss", random_state=0)
+    i_ref, d_ref = block_knn(_t(X), _t(X), 20, same=True)
+    i, d = i.cpu().numpy(), d.cpu().numpy()
+    recall = np.mean([len(set(a) & set(b)) / 20 for a, b in zip(i, i_ref.cpu().numpy(),
                                                               strict=True)])
     assert recall > 0.99
     assert np.all(i != np.arange(3000)[:, None])

@@ -1,7 +1,10 @@
 """ConditionalTSNE(backend="torch"): a whole fit on the torch engine against the numba one.
 
-CPU only (the same code runs on CUDA); skipped when torch is not installed.
+On the CPU unless ``CTSNE_TEST_TORCH_DEVICE`` names another torch device (``cuda`` on a GPU
+machine); skipped when torch is not installed.
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -25,6 +28,8 @@ SAME = dict(affinities="balanced", within_weight=0.85, method="exact", random_st
             perplexity=20.0, early_exaggeration_iter=200, n_iter=300)
 
 
+DEVICE = os.environ.get("CTSNE_TEST_TORCH_DEVICE", "cpu")
+
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
@@ -39,7 +44,7 @@ def separated():
 def fits(separated):
     X, f14, _ = separated
     numba_fit = ConditionalTSNE(**SAME).fit(X, f14)
-    torch_fit = ConditionalTSNE(backend="torch", device="cpu", **SAME).fit(X, f14)
+    torch_fit = ConditionalTSNE(backend="torch", device=DEVICE, **SAME).fit(X, f14)
     return numba_fit, torch_fit
 
 
@@ -67,7 +72,7 @@ def test_the_two_engines_take_the_same_steps(separated):
     X, f14, _ = separated
     short = {**SAME, "early_exaggeration_iter": 40, "n_iter": 20}
     a = ConditionalTSNE(**short).fit(X, f14)
-    b = ConditionalTSNE(backend="torch", device="cpu", **short).fit(X, f14)
+    b = ConditionalTSNE(backend="torch", device=DEVICE, **short).fit(X, f14)
     assert np.abs(a.embedding_ - b.embedding_).max() < 1e-6 * np.abs(a.embedding_).max()
     assert abs(a.kl_divergence_ - b.kl_divergence_) < 1e-6
 
@@ -93,7 +98,7 @@ def test_a_torch_fit_continues_and_reports_to_callbacks(separated, fits):
 
 def test_the_fft_path_and_float32_run_through_the_estimator(separated):
     X, f14, _ = separated
-    model = ConditionalTSNE(backend="torch", device="cpu", precision="float32",
+    model = ConditionalTSNE(backend="torch", device=DEVICE, precision="float32",
                             method="fft", n_iter=30, early_exaggeration_iter=20,
                             affinities="balanced", within_weight=0.85, random_state=0)
     Y = model.fit_transform(X, f14)
