@@ -89,6 +89,22 @@ def test_batched_fft_equals_the_per_class_loop_of_numba_fft(d):
     assert _rel(F, Fe) < 5e-3 and abs(float(S) / float(Se) - 1) < 1e-4
 
 
+def test_a_class_with_no_points_adds_nothing_to_the_fft_repulsion():
+    # a term that counts a fifth class no point is in: its group's bounding box and
+    # self-pairs must stay out of the sums (the per-group reductions see an empty segment)
+    rng = np.random.default_rng(4)
+    n = 900
+    codes = rng.integers(0, 4, n)
+    Y = _layout(n, 5, 6.0) + 9.0 * (codes == 1)[:, None]
+    sums = []
+    for count in (4, 5):
+        engine = FFTRepulsion(Groups([PriorTerm(0.5, None, 1), PriorTerm(1.2, codes, count)],
+                                     n, DEVICE), 2)
+        sums.append(engine(_t(Y)))
+    assert _rel(sums[1][0], sums[0][0]) < 1e-12
+    assert abs(float(sums[1][1]) / float(sums[0][1]) - 1) < 1e-12
+
+
 def test_exact_repulsion_weights_every_pair():
     rng = np.random.default_rng(2)
     n = 40

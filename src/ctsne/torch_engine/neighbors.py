@@ -35,8 +35,11 @@ __all__ = ["DEVICE_EXACT_UP_TO", "block_knn", "other_class_knn", "own_class_knn"
 # not a measurement (no GPU was lent to the session that wrote it): n² distances at
 # 10⁶ points and 50 features are 10¹⁴ flops, seconds on an H100, before the top-k.
 DEVICE_EXACT_UP_TO = {"cpu": 10_000, "cuda": 1_000_000}
-# Distance entries per block of query rows (64 MB in float32).
-BLOCK_ENTRIES = 1 << 24
+# Distance entries per block of query rows, by device type: 64 MB in float32 on the CPU;
+# 1 GB on a GPU, where per-block launches dominated smaller blocks (10⁶ points, 5
+# classes, H100: the by-class searches took 41.2 s in blocks of 2²⁴ entries, 24.0 s in
+# blocks of 2²⁷).
+BLOCK_ENTRIES = {"cpu": 1 << 24, "cuda": 1 << 28}
 # Candidates beyond k taken from the working-type distances before the float64 recheck.
 MARGIN = 8
 # FAISS's IVF index: lists (cells) per √n and cells visited per query.
@@ -88,7 +91,8 @@ def block_knn(Q, R, k: int, same: bool = False, work_dtype=None):
     Rw = R.to(work_dtype)
     r2 = (Rw * Rw).sum(1)
     c = min(r, k + MARGIN + int(same))
-    rows = max(1, min(m, BLOCK_ENTRIES // max(r, 1)))
+    entries = BLOCK_ENTRIES.get(Q.device.type, BLOCK_ENTRIES["cpu"])
+    rows = max(1, min(m, entries // max(r, 1)))
     out_i = torch.empty((m, k), dtype=torch.int64, device=Q.device)
     out_d = torch.empty((m, k), dtype=torch.float64, device=Q.device)
     for s in range(0, m, rows):
@@ -100,7 +104,7 @@ def block_knn(Q, R, k: int, same: bool = False, work_dtype=None):
                 float("inf")
         cand = torch.topk(d2, c, dim=1, largest=False, sorted=False).indices
         del d2
-        exact = _distances(Q[s:e], R, cand)
+        exact = _distances(Q[s:e], R, cand, entries)
         if same:
             exact[cand == torch.arange(s, e, device=Q.device)[:, None]] = float("inf")
         dist, order = torch.sort(exact, dim=1)
@@ -109,14 +113,14 @@ def block_knn(Q, R, k: int, same: bool = False, work_dtype=None):
     return out_i, out_d
 
 
-def _distances(q, R, cand):
+def _distances(q, R, cand, entries: int):
     """float64 distances from each row of ``q`` to its candidate rows of ``R``, from the
-    coordinate differences (no cancellation), in chunks of rows."""
+    coordinate differences (no cancellation), in chunks of ``entries`` differences."""
     torch = load_torch()
     m, c = cand.shape
     p = R.shape[1]
     out = torch.empty((m, c), dtype=torch.float64, device=q.device)
-    step = max(1, BLOCK_ENTRIES // max(c * p, 1))
+    step = max(1, entries // max(c * p, 1))
     for s in range(0, m, step):
         e = min(m, s + step)
         diff = R[cand[s:e]] - q[s:e, None, :]
