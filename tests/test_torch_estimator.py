@@ -20,10 +20,13 @@ from ctsne.metrics.neighborhoods import knn_label_homogeneity  # noqa: E402
 # One P for both engines: the label-balanced P at an explicit own-class share (the data
 # below is separated by its prior), and the exact repulsion on both sides.
 # A shortened schedule (200 + 300 iterations) keeps the test cheap; the same for both.
-# The two fits follow one trajectory here (final KLs 1e-10 apart), but the test must not
-# rely on that: ct-SNE at this size is chaotic, and starts perturbed by 1e-12 to 1e-6
-# (relative) gave numba KLs of 0.971-1.004 around 0.979 (at most 2.6 % off) and f56
-# homogeneities of 0.824-0.875 around 0.842 (at most 0.033 off), within the margins below.
+# On the CPU the two fits follow one trajectory (final KLs 1e-10 apart). Where the
+# arithmetic differs they part, and ct-SNE at this size is chaotic: starts perturbed by
+# 1e-12 to 1e-6 (relative) gave numba KLs at most 2.6 % apart, and on an H100 in float32
+# the torch map's f56 homogeneity was 0.852 against 0.749 for the numba map on the same
+# machine (0.813 on the 2-core CI machine). So the maps' homogeneities are compared
+# closely only where the arithmetic is shared; elsewhere both maps must factor the
+# prior out and show the complement.
 SAME = dict(affinities="balanced", within_weight=0.85, method="exact", random_state=0,
             perplexity=20.0, early_exaggeration_iter=200, n_iter=300)
 
@@ -54,13 +57,16 @@ def test_a_torch_fit_matches_the_numba_fit(separated, fits):
     assert abs(torch_fit.P_ - numba_fit.P_).max() <= 1e-6
     assert torch_fit.n_iter_ == numba_fit.n_iter_ == 500
     assert abs(torch_fit.kl_divergence_ / numba_fit.kl_divergence_ - 1) < 0.03
-    for labels in (f14, f56):  # the prior factored out, the complement shown, alike
-        a = knn_label_homogeneity(torch_fit.embedding_, labels)
-        b = knn_label_homogeneity(numba_fit.embedding_, labels)
-        assert abs(a - b) < 0.05
-    # and the map did factor the prior out (not two equally failed maps)
-    assert knn_label_homogeneity(torch_fit.embedding_, f14) < 0.6
-    assert knn_label_homogeneity(torch_fit.embedding_, f56) > 0.7  # 4 classes: chance 0.25
+    if DEVICE == "cpu":  # one trajectory: the maps alike
+        for labels in (f14, f56):
+            a = knn_label_homogeneity(torch_fit.embedding_, labels)
+            b = knn_label_homogeneity(numba_fit.embedding_, labels)
+            assert abs(a - b) < 0.05
+    # and each map factored the prior out and shows the complement (not two equally
+    # failed maps)
+    for fit in (torch_fit, numba_fit):
+        assert knn_label_homogeneity(fit.embedding_, f14) < 0.6
+        assert knn_label_homogeneity(fit.embedding_, f56) > 0.7  # 4 classes: chance 0.25
     # the reported KL is the numba engine's KL of the torch map
     assert np.isclose(torch_fit.kl_divergence_,
                       numba_fit.set_params(backend="numba")._gradient().kl(

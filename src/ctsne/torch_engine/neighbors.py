@@ -36,10 +36,10 @@ __all__ = ["DEVICE_EXACT_UP_TO", "block_knn", "other_class_knn", "own_class_knn"
 # 10⁶ points and 50 features are 10¹⁴ flops, seconds on an H100, before the top-k.
 DEVICE_EXACT_UP_TO = {"cpu": 10_000, "cuda": 1_000_000}
 # Distance entries per block of query rows, by device type: 64 MB in float32 on the CPU;
-# 1 GB on a GPU, where per-block launches dominated smaller blocks (10⁶ points, 5
+# 512 MB on a GPU, where per-block launches dominated smaller blocks (10⁶ points, 5
 # classes, H100: the by-class searches took 41.2 s in blocks of 2²⁴ entries, 24.0 s in
 # blocks of 2²⁷).
-BLOCK_ENTRIES = {"cpu": 1 << 24, "cuda": 1 << 28}
+BLOCK_ENTRIES = {"cpu": 1 << 24, "cuda": 1 << 27}
 # Candidates beyond k taken from the working-type distances before the float64 recheck.
 MARGIN = 8
 # FAISS's IVF index: lists (cells) per √n and cells visited per query.

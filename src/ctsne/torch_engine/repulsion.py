@@ -83,21 +83,6 @@ class Groups:
         self.coef = torch.tensor(coef, dtype=torch.float64, device=device)
         self.coefs = [float(t.coef) for t in terms]
         self.n_groups = start
-        # every group's points as one contiguous segment (group numbers are distinct over
-        # the terms), for per-group reductions without atomics: a scatter's min/max on a
-        # GPU makes every point of a group contend for the same address
-        flat = self.member.reshape(-1)
-        self.segment_points = torch.argsort(flat, stable=True) % n
-        self.segment_lengths = torch.bincount(flat, minlength=start)
-
-    def bounds(self, Y):
-        """Per group, the smallest and largest coordinates of its points: two float64
-        tensors (G, d); ``inf`` and ``-inf`` for an empty group."""
-        torch = load_torch()
-        ys = Y.detach().index_select(0, self.segment_points)
-        lo = torch.segment_reduce(ys, "min", lengths=self.segment_lengths, axis=0)
-        hi = torch.segment_reduce(ys, "max", lengths=self.segment_lengths, axis=0)
-        return lo.to(torch.float64), hi.to(torch.float64)
 
     def weights_of_pairs(self, rows, cols):
         """``w_ij`` (float64) of the pairs ``(rows[e], cols[e])``."""
@@ -182,8 +167,15 @@ class FFTRepulsion:
         """Per group: origin, inverse spacing, node count, spacing (host arrays), and the
         common half-length M of the circulant grid."""
         torch = load_torch()
-        G, d = self.groups.n_groups, self.d
-        lo, hi = torch.stack(self.groups.bounds(Y)).cpu().numpy()  # one copy to the host
+        g = self.groups
+        G, d = g.n_groups, self.d
+        ids = g.member.reshape(-1)
+        src = Y.detach().to(torch.float64).repeat(g.member.shape[0], 1)
+        idx = ids[:, None].expand(-1, d)
+        lo = torch.full((G, d), np.inf, dtype=torch.float64, device=Y.device)
+        hi = torch.full((G, d), -np.inf, dtype=torch.float64, device=Y.device)
+        lo = lo.scatter_reduce(0, idx, src, "amin").cpu().numpy()
+        hi = hi.scatter_reduce(0, idx, src, "amax").cpu().numpy()
         if not (np.all(np.isfinite(lo[np.isfinite(hi)]))):
             raise ValueError("Y contains non-finite values")
         empty = ~np.isfinite(lo[:, 0])
@@ -210,12 +202,14 @@ class FFTRepulsion:
         start = torch.floor(x - 0.5 * p + 1.0)
         start = torch.minimum(torch.clamp(start, min=0.0), last[gid].to(x.dtype))
         u = (x - start)[..., None] - torch.arange(p, dtype=x.dtype, device=x.device)
-        # w_a = Π_{b≠a} u_b / Π_{b≠a} (a − b): the products of the factors before and after
-        # a (exclusive running products), a few launches where a loop over (a, b) is p²
-        one = torch.ones(u.shape[:-1] + (1,), dtype=x.dtype, device=x.device)
-        before = torch.cumprod(torch.cat([one, u[..., :-1]], -1), -1)
-        after = torch.cumprod(torch.cat([one, u.flip(-1)[..., :-1]], -1), -1).flip(-1)
-        w = before * after * self._inv_denom.to(x.device, x.dtype)
+        w = torch.empty(u.shape, dtype=x.dtype, device=x.device)
+        inv_denom = self._inv_denom.to(x.device, x.dtype)
+        for a in range(p):
+            prod = inv_denom[a].expand(u.shape[:-1]).clone()
+            for b in range(p):
+                if b != a:
+                    prod = prod * u[..., b]
+            w[..., a] = prod
         return start.to(torch.int64), w.to(Y.dtype)
 
     def _flat(self, gid, start, shape):
@@ -270,29 +264,20 @@ class FFTRepulsion:
             self._spectra.popitem(last=False)
         return out
 
-    def _self_weights(self, w):
-        """Per point, its stencil weights paired with themselves by node offset:
-        ``Σ_a w_a w_{a+k}`` per axis and offset ``k ≥ 0`` (twice for ``k > 0``, the offset
-        ``−k`` too), as the outer product over the axes, float64 (chunk, p[, p])."""
+    def _self_pairs(self, w, delta_g):
+        """``Σ_ab w_a w_b t(η_a − η_b)`` per point (its own weights paired through t)."""
         torch = load_torch()
         p = self.p
         ac = torch.stack([(w[..., : p - k] * w[..., k:]).sum(-1) for k in range(p)], -1)
         ac = ac * torch.where(torch.arange(p, device=w.device) == 0, 1.0, 2.0).to(w.dtype)
-        ac = ac.to(torch.float64)
-        return ac[:, 0] if self.d == 1 else ac[:, 0, :, None] * ac[:, 1, None, :]
-
-    def _self_pairs(self, paired, delta):
-        """``Σ_{i in g} Σ_ab w_ia w_ib t(η_a − η_b)`` per group g: each point's weights
-        paired through t. The kernel depends on the offsets and the group's spacing only,
-        so the points' paired weights are summed per group first (``paired``, (G, p[, p]))
-        and meet the kernel once per group."""
-        torch = load_torch()
-        off = torch.arange(self.p, dtype=torch.float64, device=paired.device)
-        v = off[None, None, :] * delta[:, :, None]  # (G, d, p)
+        off = torch.arange(p, dtype=torch.float64, device=w.device)
+        v = off[None, None, :] * delta_g[:, :, None]  # (chunk, d, p)
         if self.d == 1:
-            return (paired / (1.0 + v[:, 0] ** 2)).sum(-1)
+            t = 1.0 / (1.0 + v[:, 0] ** 2)
+            return (ac[:, 0].to(torch.float64) * t).sum(-1)
         t = 1.0 / (1.0 + v[:, 0, :, None] ** 2 + v[:, 1, None, :] ** 2)
-        return (paired * t).sum((-2, -1))
+        return torch.einsum("ia,ib,iab->i", ac[:, 0].to(torch.float64),
+                            ac[:, 1].to(torch.float64), t)
 
     # ---------------------------------------------------------------- evaluation
     def __call__(self, Y):
@@ -309,14 +294,14 @@ class FFTRepulsion:
         last = torch.as_tensor(n_nodes_h - self.p, device=dev)
         G = g.n_groups
         charges = torch.zeros(G * int(np.prod(shape)), dtype=dt, device=dev)
-        paired = torch.zeros((G,) + (self.p,) * d, dtype=torch.float64, device=dev)
+        z_self = torch.zeros(G, dtype=torch.float64, device=dev)
         for t in range(g.member.shape[0]):
             for s in range(0, n, POINT_CHUNK):
                 gid = g.member[t, s:s + POINT_CHUNK]
                 start, w = self._stencils(Y[s:s + POINT_CHUNK], gid, origin, inv_delta, last)
                 flat = self._flat(gid, start, shape)
                 charges.index_add_(0, flat.reshape(-1), self._outer(w).reshape(-1))
-                paired.index_add_(0, gid, self._self_weights(w))
+                z_self.index_add_(0, gid, self._self_pairs(w, delta[gid]))
         dims = tuple(range(1, d + 1))
         C = torch.fft.rfftn(charges.view(G, *shape), dim=dims)
         del charges
@@ -347,5 +332,5 @@ class FFTRepulsion:
                 start, w = self._stencils(Y[s:s + POINT_CHUNK], gid, origin, inv_delta, last)
                 vals = pot[self._flat(gid, start, shape)]  # (chunk, p^d, d)
                 F[s:s + len(gid)] += g.coefs[t] * (self._outer(w)[..., None] * vals).sum(1)
-        Z = z_all / float(np.prod(shape)) - self._self_pairs(paired, delta)
+        Z = z_all / float(np.prod(shape)) - z_self
         return F, (g.coef * Z).sum()
