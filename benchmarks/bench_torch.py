@@ -18,9 +18,8 @@ Runners, each in a fresh process (peak memory per run):
 - ``cuml``: RAPIDS cuML's ``TSNE`` (plain t-SNE, FFT), where it imports;
 - ``tsnecuda``: tsnecuda's ``TSNE`` (plain t-SNE), where it imports.
 
-A size is skipped when the device's memory cannot hold it (about 1.2 kB per point on
-the device for the torch engine with 90 neighbours and float32: measured peak / n at 1M
-decides this once a GPU run exists; the estimate below is P's CSR + the (n, k) tables).
+A size is skipped when the device's memory cannot hold it (``BYTES_PER_POINT``: the
+device peak per point of the 1M fit with P built on the device, measured on an H100).
 Results go to stdout and, as JSON lines with device, load and date, to
 ``benchmarks/results.jsonl``; compare times only within one run on one machine.
 """
@@ -40,10 +39,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SIZES = {"20k": 20_000, "100k": 100_000, "1M": 1_000_000, "10M": 10_000_000}
 FEATURES = 10
-# Device bytes per point the torch engine needs, estimated: P's CSR (~2·90 non-zeros of
-# 4 + 8 + 8 bytes with the row index), the (n, k) neighbour tables in float64 and int64
-# during the calibration, and the FFT grids (a few hundred MB, independent of n).
-BYTES_PER_POINT = 6_000
+# Device bytes per point the torch engine needs: 33.2 GB at 10⁶ points with the
+# 5-class label-balanced P built on the device (H100, 2026-11-27), reached while P is
+# built (profile_torch.py read the same peak before the first gradient); the likely part is
+# the symmetrisation's coalesce of 2·182 COO entries per point (int64 index pairs, float64
+# values, sorted with copies). The earlier estimate, 6 kB, counted P's CSR only; 10⁷
+# points need a leaner symmetrisation before they fit on one card.
+BYTES_PER_POINT = 34_000
 
 
 def _load() -> float:

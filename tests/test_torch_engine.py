@@ -20,7 +20,11 @@ from ctsne.forces.gradient import ConditionalGradient  # noqa: E402
 from ctsne.forces.objective import exact_objective  # noqa: E402
 from ctsne.forces.repulsion.fft import repulsion_fft  # noqa: E402
 from ctsne.prior import PriorTerm, make_prior  # noqa: E402
-from ctsne.torch_engine.affinities import device_affinities  # noqa: E402
+from ctsne.torch_engine.affinities import (  # noqa: E402
+    device_affinities,
+    symmetrize_device,
+    to_scipy,
+)
 from ctsne.torch_engine.calibration import calibrate_rows  # noqa: E402
 from ctsne.torch_engine.gradient import TorchGradient  # noqa: E402
 from ctsne.torch_engine.neighbors import block_knn  # noqa: E402
@@ -236,6 +240,30 @@ def test_P_chosen_from_the_data_is_the_numba_engines(blobs, mode):
         built, plan = device_affinities(X, 20.0, prior, mode, neighbors="exact", device=DEVICE)
         assert plan == "host" and built.mode == ref.mode
         assert abs(built.P - ref.P).max() <= 1e-6
+
+
+def test_the_device_P_reaches_scipy_as_a_canonical_csr():
+    # the CSR arrays are taken from the coalesced tensor as they are: they must equal
+    # scipy's own conversion of the same entries (duplicates summed, rows sorted)
+    rng = np.random.default_rng(6)
+    n, k = 300, 7
+    idx = rng.integers(0, n, (n, k))  # repeats within rows and pairs listed both ways
+    cond = rng.random((n, k))
+    cond[rng.random((n, k)) < 0.2] = 0.0  # zero entries are left out
+    P = to_scipy(symmetrize_device(_t(idx), _t(cond)))
+    rows = np.repeat(np.arange(n), k)
+    keep = cond.ravel() > 0
+    C = sp.coo_matrix((cond.ravel()[keep], (rows[keep], idx.ravel()[keep])), shape=(n, n))
+    ref = ((C + C.T) / (2.0 * n)).tocsr()
+    ref.sum_duplicates()
+    ref.sort_indices()
+    assert P.indices.dtype == np.int32 and P.has_canonical_format
+    assert np.array_equal(P.indptr, ref.indptr) and np.array_equal(P.indices, ref.indices)
+    assert np.allclose(P.data, ref.data, rtol=1e-14, atol=0)
+    copy = P.copy()
+    copy.has_sorted_indices = False
+    copy.sort_indices()  # the flag set by to_scipy is true
+    assert np.array_equal(copy.indices, P.indices)
 
 
 def test_P_with_many_classes_pools_the_other_classes():
