@@ -95,7 +95,7 @@ def test_batched_fft_equals_the_per_class_loop_of_numba_fft(d):
 
 def test_a_class_with_no_points_adds_nothing_to_the_fft_repulsion():
     # a term that counts a fifth class no point is in: its group's bounding box and
-    # self-pairs must stay out of the sums (the per-group reductions see an empty segment)
+    # self-pairs must stay out of the sums (its grid is empty)
     rng = np.random.default_rng(4)
     n = 900
     codes = rng.integers(0, 4, n)

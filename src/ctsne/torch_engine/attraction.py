@@ -36,9 +36,9 @@ class DeviceAttraction:
     def __init__(self, P: sp.csr_matrix, device, dtype):
         torch = load_torch()
         self.n = P.shape[0]
-        # int32 indices where they fit: half the index bytes each gradient reads, and
-        # cuSPARSE's 32-bit product
-        itype = np.int32 if max(self.n, P.nnz) < np.iinfo(np.int32).max else np.int64
+        # P's own index type (int32 wherever it fits, as both engines build P): half the
+        # index bytes each gradient reads, and cuSPARSE's 32-bit product
+        itype = np.result_type(P.indptr, P.indices)
         self.crow = torch.as_tensor(P.indptr.astype(itype, copy=False), device=device)
         self.col = torch.as_tensor(P.indices.astype(itype, copy=False), device=device)
         self.p64 = torch.as_tensor(P.data, dtype=torch.float64, device=device)
