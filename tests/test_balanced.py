@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ctsne import ConditionalTSNE
+from ctsne.affinities import balanced
 from ctsne.affinities.balanced import (
     balanced_affinities,
     balanced_from_lists,
@@ -36,11 +37,19 @@ def _bisect(d2: np.ndarray, perplexity: float) -> np.ndarray:
     return p
 
 
-def _block(D, i, members, width, perplexity):
-    """Row i's ``width`` nearest ``members`` and their calibrated weights."""
+def _trimmed(p: np.ndarray, tail: float) -> np.ndarray:
+    """``p`` without the entries whose value v has Σ{p ≤ v} ≤ tail, summing to 1 again."""
+    mass_at_or_below = np.array([p[p <= v].sum() for v in p])
+    kept = np.where(mass_at_or_below <= tail, 0.0, p)
+    return kept / kept.sum()
+
+
+def _block(D, i, members, width, perplexity, tail=0.0):
+    """Row i's ``width`` nearest ``members`` and their calibrated weights, the block's
+    tail trimmed."""
     members = members[members != i]
     near = members[np.argsort(D[i, members])[:width]]
-    return near, _bisect(D[i, near] ** 2, perplexity)
+    return near, _trimmed(_bisect(D[i, near] ** 2, perplexity), tail)
 
 
 def _separated(rng, n=120, sizes=(50, 45, 25), shift=40.0):
@@ -60,7 +69,9 @@ def _check_P(P, codes):
     assert cross.all(), "every point needs neighbours in other classes"
 
 
-def test_balanced_blocks_match_a_dense_computation(rng):
+@pytest.mark.parametrize("tail", [0.0, balanced.TAIL_MASS, 0.1])
+def test_balanced_blocks_match_a_dense_computation(tail, rng, monkeypatch):
+    monkeypatch.setattr(balanced, "TAIL_MASS", tail)
     X, codes = _separated(rng)
     n, perp, w = len(codes), 5.0, 0.4  # k = 15; other blocks of 10 at perplexity 10/3
     P = balanced_affinities(X, codes, perp, within_weight=w, neighbors="exact")
@@ -72,14 +83,16 @@ def test_balanced_blocks_match_a_dense_computation(rng):
         c = codes[i]
         own = np.flatnonzero(codes == c)
         width = min(15, len(own) - 1)
-        near, p = _block(D, i, own, width, max(1.0, perp * width / 15))
+        near, p = _block(D, i, own, width, max(1.0, perp * width / 15), tail)
         C[i, near] = w * p
         for m in set(range(3)) - {c}:
             members = np.flatnonzero(codes == m)
             width = min(10, len(members))
-            near, p = _block(D, i, members, width, max(1.0, perp * width / 15))
+            near, p = _block(D, i, members, width, max(1.0, perp * width / 15), tail)
             C[i, near] = (1 - w) * sizes[m] / (n - sizes[c]) * p
     np.testing.assert_allclose(P.toarray(), (C + C.T) / (2 * n), rtol=1e-6, atol=1e-12)
+    if tail > 0:  # the trim removed entries (untrimmed, every row holds 15 + 2·10)
+        assert (C > 0).sum() < n * 35
 
 
 def test_revised_matches_a_dense_computation(rng):
@@ -351,3 +364,54 @@ def test_tsne_counterpart_of_a_balanced_fit_is_t_sne(rng):
     np.testing.assert_array_equal(plain.initial_embedding_, model.initial_embedding_)
     standard = ConditionalTSNE(affinities="standard", **fast).fit(X, prior)
     assert (standard.tsne_counterpart().P_ != standard.P_).nnz == 0
+
+
+@pytest.mark.parametrize("p, tail, expected", [
+    ([0.5, 0.3, 0.15, 0.04, 0.01], 0.06, [0.5, 0.3, 0.15, 0.0, 0.0]),  # 0.01 + 0.04 ≤ 0.06
+    ([0.5, 0.3, 0.15, 0.04, 0.01], 0.045, [0.5, 0.3, 0.15, 0.04, 0.0]),
+    ([0.4, 0.3, 0.1, 0.1, 0.1], 0.15, [0.4, 0.3, 0.1, 0.1, 0.1]),  # equal values go together
+    ([0.4, 0.3, 0.1, 0.1, 0.1], 0.35, [0.4, 0.3, 0.0, 0.0, 0.0]),
+    ([1.0], 0.5, [1.0]),
+])
+def test_trim_tail_by_hand(p, tail, expected):
+    from ctsne.affinities.calibration import trim_tail
+
+    p = np.array(p)
+    trim_tail(np.arange(len(p), dtype=float), p, tail)
+    expected = np.array(expected)
+    np.testing.assert_allclose(p, expected / expected.sum(), rtol=1e-15)
+
+
+def test_trim_tail_leaves_a_block_whose_distances_are_not_ascending():
+    from ctsne.affinities.calibration import trim_tail
+
+    p = np.array([0.5, 0.3, 0.15, 0.04, 0.01])
+    before = p.copy()
+    trim_tail(np.array([0.0, 1.0, 2.0, 4.0, 3.0]), p, 0.06)
+    np.testing.assert_array_equal(p, before)
+
+
+def test_the_trim_keeps_each_blocks_share(rng):
+    """Each block of a row keeps its weight exactly and loses at most ``tail`` of its
+    own mass, its smallest entries; the reference is the untrimmed calibration."""
+    from ctsne.affinities.calibration import calibrate_blocks
+
+    n, starts = 500, np.array([0, 30, 40, 50])
+    dist = rng.gamma(2.0, size=(n, 50))
+    blocks = list(zip(starts[:-1], starts[1:], strict=True))
+    dist = np.hstack([np.sort(dist[:, a:b], axis=1) for a, b in blocks])
+    weights = rng.dirichlet(np.ones(3), size=n)
+    whole, trimmed = np.empty_like(dist), np.empty_like(dist)
+    calibrate_blocks(dist, starts, 10.0, 30, weights, whole)
+    calibrate_blocks(dist, starts, 10.0, 30, weights, trimmed, tail=0.05)
+    assert (trimmed == 0).sum() > n  # entries went
+    for a, b in blocks:
+        w, t = whole[:, a:b], trimmed[:, a:b]
+        np.testing.assert_allclose(t.sum(1), w.sum(1), rtol=1e-12)
+        lost = np.where(t == 0, w, 0.0).sum(1) / w.sum(1)
+        assert lost.max() <= 0.05
+        kept = t > 0
+        np.testing.assert_allclose(t[kept], (w * (w.sum(1) / np.where(kept, w, 0).sum(1))
+                                             [:, None])[kept], rtol=1e-12)
+        # what went is the smallest: each dropped entry lies below each kept one
+        assert np.all(np.where(kept, -np.inf, w).max(1) <= np.where(kept, w, np.inf).min(1))

@@ -230,6 +230,30 @@ def test_P_equals_the_numba_engines(blobs, mode, weight):
     assert abs(built.P - built.P.T).max() < 1e-15 and np.isclose(built.P.sum(), 1.0)
 
 
+def test_the_tail_trim_is_the_numba_engines():
+    from ctsne.affinities.calibration import trim_tail
+    from ctsne.torch_engine.affinities import _trim_tail
+
+    rng = np.random.default_rng(5)
+    n, w = 300, 12
+    dist = np.sort(rng.gamma(2.0, size=(n, w)), axis=1)
+    dist[::7, 3] = dist[::7, 2]  # equal distances: equal values, dropped together or kept
+    dist[::5] = dist[::5, ::-1]  # descending rows are left whole
+    dist[::11, 9:] = np.inf  # empty slots last
+    p = rng.dirichlet(np.ones(w), size=n)
+    p = -np.sort(-p, axis=1)  # values fall as distances grow
+    p[::7, 3] = p[::7, 2]
+    p[np.isinf(dist)] = 0.0
+    p /= p.sum(1, keepdims=True)
+    ref = p.copy()
+    for i in range(n):
+        filled = int(np.isfinite(dist[i]).sum())
+        trim_tail(dist[i, :filled], ref[i, :filled], 0.2)
+    got = _trim_tail(_t(dist, dtype=torch.float64), _t(p, dtype=torch.float64), 0.2)
+    assert (ref == 0).sum() > (p == 0).sum() + n  # entries went
+    np.testing.assert_allclose(_host(got), ref, rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("mode", ["auto", "balanced"])
 def test_P_chosen_from_the_data_is_the_numba_engines(blobs, mode):
     # "auto" and "balanced" without within_weight choose each class's share by the numba

@@ -112,8 +112,40 @@ def block_perplexity(perplexity: float, width: int, k: int) -> float:
     return max(1.0, min(perplexity, perplexity * width / k))
 
 
+@numba.njit(cache=True)
+def trim_tail(dist, p, tail):
+    """Zero the smallest entries of a calibrated block ``p`` (summing to 1) that together
+    hold at most ``tail`` of its mass, and scale the rest back to 1; a block whose
+    ``dist`` is not ascending is left whole (in a neighbour list, which is sorted, the
+    smallest entries are the last). Entries of equal value go together, so the result
+    does not depend on their order."""
+    w = p.shape[0]
+    for j in range(1, w):
+        if dist[j] < dist[j - 1]:
+            return
+    end = w  # entries end: are dropped
+    dropped = 0.0
+    while end > 1:
+        start = end - 1
+        group = p[start]
+        while start > 0 and p[start - 1] == p[end - 1]:
+            start -= 1
+            group += p[start]
+        if dropped + group > tail:
+            break
+        dropped += group
+        end = start
+    if end == w:
+        return
+    kept = 0.0
+    for j in range(end):
+        kept += p[j]
+    for j in range(w):
+        p[j] = p[j] / kept if j < end else 0.0
+
+
 @kernel(PARALLEL_FROM_ENTRIES)
-def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, out):
+def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
     # Plain rows (no blocks: ``starts`` holds one entry) and rows of weighted blocks in
     # one kernel: a fit under affinities="auto" calibrates the standard P and then the
     # label-balanced one, and a first run in a new environment compiles this once (two
@@ -138,6 +170,8 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, out):
                 continue
             calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k), tol,
                           max_iter, out[i, lo:lo + w])
+            if tail > 0.0:
+                trim_tail(dist[i, lo:lo + w], out[i, lo:lo + w], tail)
             for j in range(lo, lo + w):
                 out[i, j] *= weights[i, b]
                 total += out[i, j]
@@ -160,12 +194,12 @@ def calibrate(distances: np.ndarray, perplexity: float, tol: float = CALIBRATE_T
     if out is None:
         out = np.empty_like(dist)
     _calibrate_kernel(dist, float(perplexity), tol, max_iter, np.zeros(1, dtype=np.int64),
-                      dist.shape[1], np.empty((0, 0)), out, work=dist.size)
+                      dist.shape[1], np.empty((0, 0)), 0.0, out, work=dist.size)
     return out
 
 
 def calibrate_blocks(dist: np.ndarray, starts: np.ndarray, perplexity: float, k: int,
-                     weights: np.ndarray, out: np.ndarray) -> np.ndarray:
+                     weights: np.ndarray, out: np.ndarray, tail: float = 0.0) -> np.ndarray:
     """Rows made of blocks of neighbours, each calibrated on its own, weighted, summed to 1.
 
     Parameters
@@ -183,10 +217,13 @@ def calibrate_blocks(dist: np.ndarray, starts: np.ndarray, perplexity: float, k:
         block gives its share to the others).
     out : ndarray (n, m), float64
         Not ``dist``.
+    tail : float, optional
+        Each block's smallest entries holding at most this share of its mass are dropped
+        before weighting (:func:`trim_tail`); 0 keeps every entry.
     """
     # writable and C-ordered as calibrate's stand-in is, or numba compiles the kernel
     # again for a read-only view (np.broadcast_to gives one)
     weights = np.require(weights, np.float64, ["C", "W"])
     _calibrate_kernel(dist, float(perplexity), CALIBRATE_TOL, CALIBRATE_MAX_ITER, starts, k,
-                      weights, out, work=dist.size)
+                      weights, float(tail), out, work=dist.size)
     return out

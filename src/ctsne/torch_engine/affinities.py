@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..affinities import balanced
 from ..affinities.balanced import PER_CLASS_UP_TO, other_block_width
 from ..affinities.mixing import prior_mixing, table_mixing
 from ..affinities.modes import Affinities, input_affinities
@@ -89,9 +90,10 @@ def to_scipy(P) -> sp.csr_matrix:
     return out
 
 
-def _blocks(dist, widths, perplexity: float, k: int, weights):
+def _blocks(dist, widths, perplexity: float, k: int, weights, tail: float = 0.0):
     """Each block of columns calibrated over its filled slots at its scaled perplexity
-    (:func:`ctsne.affinities.calibration.block_perplexity`), weighted, rows normalised."""
+    (:func:`ctsne.affinities.calibration.block_perplexity`), its tail trimmed
+    (:func:`_trim_tail`), weighted, rows normalised."""
     torch = load_torch()
     out = torch.zeros_like(dist)
     start = 0
@@ -101,9 +103,28 @@ def _blocks(dist, widths, perplexity: float, k: int, weights):
         filled = valid.sum(1).to(torch.float64)
         perp = torch.clamp(torch.minimum(torch.full_like(filled, perplexity),
                                          perplexity * filled / k), min=1.0)
-        out[:, start:start + w] = calibrate_rows(d, perp, valid) * weights[:, b:b + 1]
+        p = _trim_tail(d, calibrate_rows(d, perp, valid), tail)
+        out[:, start:start + w] = p * weights[:, b:b + 1]
         start += w
     return out / out.sum(1, keepdim=True)
+
+
+def _trim_tail(dist, p, tail: float):
+    """:func:`ctsne.affinities.calibration.trim_tail` on every row of a block at once:
+    in rows with ascending distances (empty slots, inf, last), the smallest entries that
+    hold at most ``tail`` of the row's mass, equal values together, set to 0 and the rest
+    scaled back to 1."""
+    if tail <= 0.0 or p.shape[1] < 2:
+        return p
+    torch = load_torch()
+    ascending = (dist[:, 1:] >= dist[:, :-1]).all(1)
+    # the mass at and after each entry; an entry's group of equal values starts where a
+    # search of −p (ascending in these rows) finds its value first
+    after = torch.flip(torch.cumsum(torch.flip(p, [1]), 1), [1])
+    first = torch.searchsorted(-p.contiguous(), -p.contiguous(), right=False)
+    drop = (after.gather(1, first) <= tail) & ascending[:, None]
+    kept = torch.where(drop, torch.zeros_like(p), p)
+    return kept / kept.sum(1, keepdim=True)
 
 
 def _balanced(X, codes, perplexity, within_weight, work_dtype):
@@ -130,7 +151,8 @@ def _balanced(X, codes, perplexity, within_weight, work_dtype):
         share = sizes[block_class] / (n - sizes[codes])[:, None]
         weights = torch.cat([w, (1.0 - w) * share], 1)
         widths = [k] + [k_other] * (L - 1)
-    cond = _blocks(torch.cat([own_d, o_d], 1), widths, perplexity, k, weights)
+    cond = _blocks(torch.cat([own_d, o_d], 1), widths, perplexity, k, weights,
+                   balanced.TAIL_MASS)
     return symmetrize_device(torch.cat([own_i, o_i], 1), cond)
 
 
