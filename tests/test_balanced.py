@@ -415,3 +415,32 @@ def test_the_trim_keeps_each_blocks_share(rng):
                                              [:, None])[kept], rtol=1e-12)
         # what went is the smallest: each dropped entry lies below each kept one
         assert np.all(np.where(kept, -np.inf, w).max(1) <= np.where(kept, w, np.inf).min(1))
+
+
+def test_small_classes_leave_empty_slots_and_the_rest_is_exact(rng):
+    """Classes of 1, 3 and 40 points, k = 6 own-class and 5 per other class: a brute-force
+    reference, with the slots a class cannot fill holding the point itself at inf."""
+    from ctsne.neighbors.by_class import other_class_neighbors, own_class_neighbors
+
+    codes = np.repeat([0, 1, 2], [1, 3, 40])
+    X = rng.normal(size=(len(codes), 3))
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    n = len(codes)
+
+    def expected(i, members, width):
+        members = members[members != i]
+        near = members[np.argsort(D[i, members], kind="stable")[:width]]
+        pad = width - len(near)
+        return (np.concatenate([near, np.full(pad, i)]),
+                np.concatenate([D[i, near], np.full(pad, np.inf)]))
+
+    idx, dist = own_class_neighbors(X, codes, 6, method="exact")
+    for i in range(n):
+        e_idx, e_dist = expected(i, np.flatnonzero(codes == codes[i]), 6)
+        np.testing.assert_array_equal(idx[i], e_idx)
+        np.testing.assert_allclose(dist[i], e_dist, rtol=1e-12)
+    idx, dist = other_class_neighbors(X, codes, 5, method="exact")
+    for i in range(n):
+        parts = [expected(i, np.flatnonzero(codes == m), 5) for m in range(3) if m != codes[i]]
+        np.testing.assert_array_equal(idx[i], np.concatenate([p[0] for p in parts]))
+        np.testing.assert_allclose(dist[i], np.concatenate([p[1] for p in parts]), rtol=1e-12)

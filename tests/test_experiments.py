@@ -152,3 +152,18 @@ def test_integration(tmp_path, monkeypatch):
     assert s["t-SNE"]["batch_homogeneity"] > 0.8
     assert s["ctsne defaults"]["batch"] > s["t-SNE"]["batch"] + 0.2
     assert "balanced P" in out["affinities"]
+
+
+def test_tail_mass(tmp_path):
+    """The trim's experiment: fewer entries with a tail, the module's value restored."""
+    from ctsne.affinities import balanced
+
+    before = balanced.TAIL_MASS
+    res = _load("tail_mass").main(["--small", "--out", str(tmp_path), "--sets",
+                                   "digits-scanner", "--seeds", "0", "--tails", "0", "0.05"])
+    assert {"tail_mass.md", "tail_mass.json"} <= {p.name for p in tmp_path.iterdir()}
+    whole, trimmed = res["rows"]
+    assert whole["affinities"] == trimmed["affinities"] == "balanced"
+    assert trimmed["nnz"] < 0.8 * whole["nnz"]
+    assert 0.0 <= trimmed["overall"] <= 1.0
+    assert balanced.TAIL_MASS == before

@@ -325,3 +325,62 @@ def test_large_gradient_assembled_in_place_as_numpy_would(rng):
     np.testing.assert_array_equal(F, F_bh)
     assert Z == Z_bh
     np.testing.assert_array_equal(Y, Y0)
+
+
+def test_gradient_in_locality_order_is_the_gradient_renumbered(rng, monkeypatch):
+    # the estimator runs above LOCALITY_ABOVE points in P's locality order; the gradient
+    # and the KL there are those of the points' own order, row r being point order[r]
+    from ctsne.forces import gradient as gmod
+    from ctsne.forces.gradient import ConditionalGradient
+
+    monkeypatch.setattr(gmod, "LOCALITY_ABOVE", 0)
+    n = 300
+    P = sp.csr_matrix(random_affinities(n, rng, density=0.05))
+    Y = rng.normal(size=(n, 2)) * 3.0
+    prior = make_prior(rng.integers(0, 3, n), n)
+    own = ConditionalGradient(P, prior, 2, "exact")
+    moved = ConditionalGradient(P, prior, 2, "exact", in_locality_order=True)
+    order = moved.order
+    assert own.order is None and np.array_equal(np.sort(order), np.arange(n))
+    assert not np.array_equal(order, np.arange(n))
+    g, kl = own(Y, 4.0, True)
+    g_moved, kl_moved = moved(Y[order], 4.0, True)
+    np.testing.assert_allclose(g_moved, g[order], rtol=1e-12, atol=1e-15 * np.abs(g).max())
+    assert kl_moved == pytest.approx(kl, rel=1e-13)
+
+
+def test_a_fit_in_locality_order_is_the_fit_in_the_points_order(rng, monkeypatch):
+    """The same map, callbacks and optimiser state (up to the summation order's rounding,
+    over a short run), the run stopped by a callback included."""
+    from ctsne import ConditionalTSNE
+    from ctsne.forces import gradient as gmod
+
+    X = rng.normal(size=(400, 5))
+    X[:200] += 3.0
+    labels = rng.integers(0, 3, 400)
+
+    def fit(threshold):
+        monkeypatch.setattr(gmod, "LOCALITY_ABOVE", threshold)
+        seen = []
+
+        def watch(iteration, kl, Y):
+            seen.append(Y.copy())
+            return iteration >= 40  # stops the second phase midway
+
+        model = ConditionalTSNE(random_state=0, method="exact", early_exaggeration_iter=20,
+                                n_iter=30, callbacks=watch, callbacks_every_iters=10)
+        model.fit(X, labels)
+        model.set_params(callbacks=None).optimize(5)
+        return model, seen
+
+    own, seen_own = fit(10**9)
+    moved, seen_moved = fit(0)
+    assert moved.n_iter_ == own.n_iter_ == 45
+    span = np.abs(own.embedding_).max()
+    assert len(seen_moved) == len(seen_own) == 4
+    for a, b in zip(seen_moved, seen_own, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6 * span)
+    np.testing.assert_allclose(moved.embedding_, own.embedding_, atol=1e-6 * span)
+    np.testing.assert_allclose(moved._state.gains, own._state.gains, atol=1e-9)
+    np.testing.assert_allclose(moved._state.update, own._state.update, atol=1e-6 * span)
+    assert moved.kl_divergence_ == pytest.approx(own.kl_divergence_, rel=1e-6)

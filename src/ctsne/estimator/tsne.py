@@ -24,6 +24,8 @@ from ..optimization.optimizer import (
     OptimizerState,
     auto_learning_rate,
     gradient_descent,
+    in_order,
+    run_in_order,
 )
 from ..prior import Prior, make_prior
 from .parameters import PARAMETERS, resolved, with_parameters
@@ -365,7 +367,7 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         if not (self.interrupted_ or self._stopped):
             self._run(self.n_iter, self.exaggeration, FINAL_MOMENTUM, grad=grad)
         if self.n_iter_ == 0:  # no iteration ran (n_iter = early_exaggeration_iter = 0)
-            self.kl_divergence_ = float(grad.kl(self.embedding_))
+            self.kl_divergence_ = float(grad.kl(in_order(self.embedding_, grad)))
 
     def tsne_counterpart(self) -> ConditionalTSNE:
         """Plain t-SNE of the same data, for comparison: same start, same schedule, t-SNE's P.
@@ -446,7 +448,7 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         if method == "auto" and self.n_components > 3:
             method = "exact"
         return ConditionalGradient(self.P_, self.prior_, self.n_components, method,
-                                   {"bh": {"theta": self.theta}})
+                                   {"bh": {"theta": self.theta}}, in_locality_order=True)
 
     def _run(self, n_iter: int, exaggeration: float, momentum: float,
              learning_rate=None, grad: ConditionalGradient | None = None) -> None:
@@ -473,9 +475,9 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         if self.backend == "torch":
             from ..torch_engine.optimizer import torch_gradient_descent as descend
         try:
-            res = descend(
-                self.embedding_, grad, n_iter, lr, momentum, exaggeration, self._state,
-                max_step_norm=self.max_step_norm, callbacks=callbacks,
+            res = run_in_order(
+                descend, self.embedding_, grad, n_iter, lr, momentum, exaggeration,
+                state=self._state, max_step_norm=self.max_step_norm, callbacks=callbacks,
                 callbacks_every_iters=self.callbacks_every_iters, progress=bar,
             )
         finally:
@@ -492,7 +494,7 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
             warnings.warn(
                 f"optimisation interrupted after {self.n_iter_} iterations: embedding_ is "
                 "partial; call optimize() to continue", UserWarning, stacklevel=3)
-        self.kl_divergence_ = float(grad.kl(self.embedding_))
+        self.kl_divergence_ = float(grad.kl(in_order(self.embedding_, grad)))
 
     def optimize(self, n_iter: int = 250, exaggeration: float | None = None,
                  momentum: float = FINAL_MOMENTUM,

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 
 from .._parallel import kernel
 
-__all__ = ["Attraction", "attraction", "attraction_to_fixed", "pair_blocks", "upper_triangle"]
+__all__ = ["Attraction", "attraction", "attraction_to_fixed", "locality_order", "pair_blocks",
+           "upper_triangle"]
 
 # Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
 PARALLEL_FROM_NNZ = 40_000
@@ -264,13 +265,22 @@ class Attraction:
     locality : bool, optional
         Run over the copy of P's pairs in :func:`locality_order` (the results come back
         in the points' order); default: above ``LOCALITY_ABOVE`` points.
+    order : ndarray of int, optional
+        The points renumbered by the caller: row r of every ``Y`` given (and of the
+        forces returned) is point ``order[r]``. P's pairs are copied in that order once,
+        and a pass copies nothing (``locality`` is then ignored).
     """
 
-    def __init__(self, P: sp.csr_matrix, locality: bool | None = None):
-        if locality is None:
-            locality = P.shape[0] > LOCALITY_ABOVE
-        self.order = locality_order(P) if locality else None
-        self.U = upper_triangle(P, self.order)
+    def __init__(self, P: sp.csr_matrix, locality: bool | None = None,
+                 order: np.ndarray | None = None):
+        if order is not None:
+            self.order = None
+            self.U = upper_triangle(P, np.ascontiguousarray(order, dtype=np.int64))
+        else:
+            if locality is None:
+                locality = P.shape[0] > LOCALITY_ABOVE
+            self.order = locality_order(P) if locality else None
+            self.U = upper_triangle(P, self.order)
         self.U.sort_indices()
         self._blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         # no more blocks than P's pairs per point: each block's buffer (up to n rows) is

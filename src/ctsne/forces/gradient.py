@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from .._parallel import kernel
 from ..prior import Prior, PriorTerm
-from .attraction import Attraction
+from .attraction import LOCALITY_ABOVE, Attraction, locality_order
 from .repulsion import ConditionalRepulsion
 
 __all__ = ["ConditionalGradient"]
@@ -70,19 +70,33 @@ class ConditionalGradient:
     method : {"exact", "bh", "fft", "auto"}
     engine_params : dict, optional
         Per-engine keyword arguments (see :class:`ConditionalRepulsion`).
+    in_locality_order : bool, default False
+        Above the attraction's ``LOCALITY_ABOVE`` points, number the points in
+        :func:`~ctsne.forces.attraction.locality_order` (``order``): the gradient and
+        :meth:`kl` then take and return arrays whose row r is point ``order[r]``, and the
+        caller permutes once per run (``ConditionalTSNE`` does). In the points' own order
+        the attraction copies the map into that order and its forces back on every call:
+        21 ms of a 0.24 s call at 10⁶ points (2 threads, 2026-11-28), 16 s of a fit.
 
     Attributes
     ----------
+    order : ndarray of int64 or None
+        The numbering in use; None: the points' own.
     timings : dict
         Seconds spent so far in the attraction and in the repulsion.
     """
 
     def __init__(self, P: sp.csr_matrix, prior: Prior | None, d: int, method: str,
-                 engine_params: dict | None = None):
+                 engine_params: dict | None = None, in_locality_order: bool = False):
         self.P = P
-        self.attraction = Attraction(P)
         n = P.shape[0]
+        self.order = (locality_order(P) if in_locality_order and n > LOCALITY_ABOVE
+                      else None)
+        self.attraction = Attraction(P, order=self.order)
         terms = prior.terms() if prior is not None else [PriorTerm(1.0, None, 1)]
+        if self.order is not None:
+            terms = [PriorTerm(t.coef, None if t.codes is None else t.codes[self.order],
+                               t.n_groups) for t in terms]
         self.repulsion = ConditionalRepulsion(terms, n, d, method, engine_params)
         if prior is None:
             codes = np.zeros((0, n), dtype=np.int64)
@@ -110,5 +124,5 @@ class ConditionalGradient:
         return grad, kl
 
     def kl(self, Y: np.ndarray) -> float:
-        """KL(P‖R) of the embedding ``Y``."""
+        """KL(P‖R) of the embedding ``Y`` (rows in :attr:`order`)."""
         return self(Y, 1.0, True)[1]

@@ -20,7 +20,7 @@ import numpy as np
 from .._parallel import kernel
 
 __all__ = ["EARLY_MOMENTUM", "FINAL_MOMENTUM", "GAIN_GROWTH", "GAIN_DECAY", "MIN_GAIN",
-           "OptimizerState", "auto_learning_rate", "gradient_descent"]
+           "OptimizerState", "auto_learning_rate", "gradient_descent", "in_order", "run_in_order"]
 
 GradientFn = Callable[[np.ndarray, float, bool], tuple[np.ndarray, float | None]]
 Callback = Callable[[int, float, np.ndarray], object]
@@ -263,3 +263,45 @@ def gradient_descent(
                 interrupted = True
                 break
     return RunResult(embedding=Y, kl=kl, stopped_by_callback=stopped, interrupted=interrupted)
+
+
+def in_order(Y: np.ndarray, gradient) -> np.ndarray:
+    """``Y`` (rows in the points' own order) in the gradient's numbering: row r is point
+    ``gradient.order[r]`` (``order`` None or absent: the points' own order)."""
+    order = getattr(gradient, "order", None)
+    return Y if order is None else Y[order]
+
+
+def run_in_order(descend, Y: np.ndarray, gradient, n_iter: int, *args,
+                 state: OptimizerState | None = None, callbacks: Sequence[Callback] = (),
+                 **kwargs) -> RunResult:
+    """``descend(Y, gradient, n_iter, *args, state, callbacks=…, **kwargs)`` (e.g.
+    :func:`gradient_descent`) run in the gradient's numbering of the points.
+
+    A gradient with an ``order`` (see ConditionalGradient's ``in_locality_order``) works on
+    rows renumbered by it. The map (modified in place, as by ``descend``) and the
+    optimiser's state go into that numbering here and come back in the points' own order
+    whatever ends the run (a callback, Ctrl-C, an error); callbacks see the points' own
+    order.
+    """
+    order = getattr(gradient, "order", None)
+    if order is None:
+        return descend(Y, gradient, n_iter, *args, state, callbacks=callbacks, **kwargs)
+    moved = Y[order]
+    state.update, state.gains = state.update[order], state.gains[order]
+
+    def own(a: np.ndarray) -> np.ndarray:
+        out = np.empty_like(a)
+        out[order] = a
+        return out
+
+    def seen(callback):
+        return lambda iteration, kl, Z: callback(iteration, kl, own(Z))
+
+    try:
+        return descend(moved, gradient, n_iter, *args, state,
+                       callbacks=[seen(cb) for cb in callbacks], **kwargs)
+    finally:
+        Y[order] = moved
+        state.update, state.gains = own(state.update), own(state.gains)
+
