@@ -245,13 +245,29 @@ def test_the_tail_trim_is_the_numba_engines():
     p[::7, 3] = p[::7, 2]
     p[np.isinf(dist)] = 0.0
     p /= p.sum(1, keepdims=True)
+    p[1::10] = rng.dirichlet(np.ones(w), size=len(p[1::10]))  # values out of order, in
+    dist[1::10] = dist[1::10, ::-1].copy()  # rows left whole (descending distances)
+    dist[::13] = np.inf  # a whole block empty (a class of one point): all 0, kept so
+    p[::13] = 0.0
     ref = p.copy()
     for i in range(n):
         filled = int(np.isfinite(dist[i]).sum())
         trim_tail(dist[i, :filled], ref[i, :filled], 0.2)
     got = _trim_tail(_t(dist, dtype=torch.float64), _t(p, dtype=torch.float64), 0.2)
     assert (ref == 0).sum() > (p == 0).sum() + n  # entries went
+    assert np.all(np.isfinite(_host(got)))
     np.testing.assert_allclose(_host(got), ref, rtol=1e-12, atol=1e-15)
+
+
+def test_P_with_a_class_of_one_point_is_the_numba_engines(blobs):
+    X, codes, _ = blobs
+    codes = codes.copy()
+    codes[7] = 3  # a class of one point: its own block is empty
+    ref = input_affinities(X, 20.0, codes, "balanced", 0.8, neighbors="exact")
+    built, plan = device_affinities(X, 20.0, codes, "balanced", 0.8, device=DEVICE)
+    assert plan == "device"
+    assert np.all(np.isfinite(built.P.data))
+    assert abs(built.P - ref.P).max() <= 1e-6
 
 
 @pytest.mark.parametrize("mode", ["auto", "balanced"])

@@ -52,8 +52,9 @@ PER_CLASS_UP_TO = 8
 # Fewest neighbours of a per-class block (its perplexity is a third of that).
 K_MIN = 10
 # The per-class blocks of a row hold about this share of k neighbours in all. Fewer would
-# cut P's entries (a label-balanced P has ~2.4× the standard P's non-zeros, and the
-# attraction's cost follows them), but every point then has fewer counterparts: on the
+# cut P's entries (a label-balanced P had ~2.4× the standard P's non-zeros before the
+# tail below was trimmed, ~1.5× after, and the attraction's cost follows them), but every
+# point then has fewer counterparts: on the
 # five integration sets of REPORT §12 (2026-11-27) a share of 0.5 lowered the within-batch
 # 15-NN preservation on all 15 runs (3 seeds; by 0.003–0.016) and the overall score on 11;
 # 0.25 lowered both on 10 and 9 of 10 runs (by up to 0.034 and 0.045); 2.0 raised them by
@@ -166,7 +167,8 @@ def balanced_lists(X, codes, perplexity, neighbors="auto", metric="euclidean",
     return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, k_other)
 
 
-def balanced_from_lists(lists: BalancedLists, own_weight, perplexity) -> sp.csr_matrix:
+def balanced_from_lists(lists: BalancedLists, own_weight, perplexity,
+                        tail: float | None = None) -> sp.csr_matrix:
     """The balanced P of ``lists`` with each point's own-class weight.
 
     Parameters
@@ -176,14 +178,18 @@ def balanced_from_lists(lists: BalancedLists, own_weight, perplexity) -> sp.csr_
         Share of each point's conditional mass on its own class, one value or one per
         class, each in (0, 1].
     perplexity : float
+    tail : float, optional
+        The share of each block's mass whose farthest entries are dropped (default
+        :data:`TAIL_MASS`; 0 keeps every entry).
     """
+    tail = TAIL_MASS if tail is None else float(tail)
     codes, k = lists.codes, lists.k
     n = len(codes)
     w = np.broadcast_to(np.asarray(own_weight, dtype=np.float64),
                         (int(codes.max()) + 1,))[codes][:, None]
     if lists.block_width is None:
         return _finish([lists.own_idx, lists.other_idx], [lists.own_dist, lists.other_dist],
-                       np.hstack([w, 1.0 - w]), perplexity, k, TAIL_MASS)
+                       np.hstack([w, 1.0 - w]), perplexity, k, tail)
     sizes = np.bincount(codes)
     L = len(sizes)
     width = lists.block_width
@@ -193,7 +199,7 @@ def balanced_from_lists(lists: BalancedLists, own_weight, perplexity) -> sp.csr_
     weights = np.hstack([w, (1.0 - w) * share])
     blocks = [lists.other_dist[:, t * width:(t + 1) * width] for t in range(L - 1)]
     return _finish([lists.own_idx, lists.other_idx], [lists.own_dist, *blocks], weights,
-                   perplexity, k, TAIL_MASS)
+                   perplexity, k, tail)
 
 
 def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="auto",

@@ -526,8 +526,9 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
 
     def kl_divergence(self, Y: np.ndarray | None = None) -> float:
         """KL(P‖R) of ``Y`` (default: the current embedding) under the fitted P and prior."""
-        return float(self._gradient().kl(self.embedding_ if Y is None else
-                                         np.asarray(Y, dtype=np.float64)))
+        grad = self._gradient()
+        Y = self.embedding_ if Y is None else np.asarray(Y, dtype=np.float64)
+        return float(grad.kl(in_order(Y, grad)))
 
     def transform(self, X_new, prior_new=None, *, perplexity: float = 5.0, n_iter: int = 250,
                   theta: float = 0.5) -> np.ndarray:

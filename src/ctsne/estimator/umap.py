@@ -537,7 +537,8 @@ class ConditionalUMAP(GraphEmbedding):
             own = (default_within_weight("balanced") if self.within_weight is None
                    else self.within_weight)
         lists = balanced_lists(X, classes, perplexity, known=known, own=own_lists, **search)
-        P = balanced_from_lists(lists, own, perplexity)
+        # every neighbour of the lists: the tail trim (TAIL_MASS) is measured for t-SNE
+        P = balanced_from_lists(lists, own, perplexity, tail=0.0)
         return P / P.data.max()
 
 

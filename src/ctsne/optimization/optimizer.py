@@ -12,7 +12,7 @@ import math
 import signal
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba
 import numpy as np
@@ -273,7 +273,7 @@ def in_order(Y: np.ndarray, gradient) -> np.ndarray:
 
 
 def run_in_order(descend, Y: np.ndarray, gradient, n_iter: int, *args,
-                 state: OptimizerState | None = None, callbacks: Sequence[Callback] = (),
+                 state: OptimizerState, callbacks: Sequence[Callback] = (),
                  **kwargs) -> RunResult:
     """``descend(Y, gradient, n_iter, *args, state, callbacks=…, **kwargs)`` (e.g.
     :func:`gradient_descent`) run in the gradient's numbering of the points.
@@ -281,8 +281,8 @@ def run_in_order(descend, Y: np.ndarray, gradient, n_iter: int, *args,
     A gradient with an ``order`` (see ConditionalGradient's ``in_locality_order``) works on
     rows renumbered by it. The map (modified in place, as by ``descend``) and the
     optimiser's state go into that numbering here and come back in the points' own order
-    whatever ends the run (a callback, Ctrl-C, an error); callbacks see the points' own
-    order.
+    whatever ends the run (a callback, Ctrl-C, an error); callbacks and the result's
+    ``embedding`` (``Y`` itself) see the points' own order.
     """
     order = getattr(gradient, "order", None)
     if order is None:
@@ -299,9 +299,10 @@ def run_in_order(descend, Y: np.ndarray, gradient, n_iter: int, *args,
         return lambda iteration, kl, Z: callback(iteration, kl, own(Z))
 
     try:
-        return descend(moved, gradient, n_iter, *args, state,
-                       callbacks=[seen(cb) for cb in callbacks], **kwargs)
+        res = descend(moved, gradient, n_iter, *args, state,
+                      callbacks=[seen(cb) for cb in callbacks], **kwargs)
     finally:
         Y[order] = moved
         state.update, state.gains = own(state.update), own(state.gains)
+    return replace(res, embedding=Y)
 

@@ -119,12 +119,17 @@ def _trim_tail(dist, p, tail: float):
     torch = load_torch()
     ascending = (dist[:, 1:] >= dist[:, :-1]).all(1)
     # the mass at and after each entry; an entry's group of equal values starts where a
-    # search of −p (ascending in these rows) finds its value first
+    # search of −p (ascending in these rows; in the others the search's answer is unused,
+    # but kept within the row) finds its value first
     after = torch.flip(torch.cumsum(torch.flip(p, [1]), 1), [1])
     first = torch.searchsorted(-p.contiguous(), -p.contiguous(), right=False)
+    first.clamp_(max=p.shape[1] - 1)
     drop = (after.gather(1, first) <= tail) & ascending[:, None]
+    drop[:, 0] = False  # the nearest entry stays, as in the numba engine
     kept = torch.where(drop, torch.zeros_like(p), p)
-    return kept / kept.sum(1, keepdim=True)
+    total = kept.sum(1, keepdim=True)
+    # an empty block (all slots empty: p is all 0) stays 0, not 0/0
+    return torch.where(total > 0, kept / torch.where(total > 0, total, 1.0), p)
 
 
 def _balanced(X, codes, perplexity, within_weight, work_dtype):
