@@ -295,12 +295,15 @@ def run_in_order(descend, Y: np.ndarray, gradient, n_iter: int, *args,
         out[order] = a
         return out
 
-    def seen(callback):
-        return lambda iteration, kl, Z: callback(iteration, kl, own(Z))
+    def seen(iteration, kl, Z):
+        # one copy in the points' order for all callbacks, each of which runs (as in
+        # gradient_descent's report)
+        Y_own = own(Z)
+        return any([bool(cb(iteration, kl, Y_own)) for cb in callbacks])
 
     try:
         res = descend(moved, gradient, n_iter, *args, state,
-                      callbacks=[seen(cb) for cb in callbacks], **kwargs)
+                      callbacks=[seen] if callbacks else [], **kwargs)
     finally:
         Y[order] = moved
         state.update, state.gains = own(state.update), own(state.gains)
