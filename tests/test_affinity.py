@@ -108,17 +108,27 @@ def _reference_symmetric(idx, cond):
     return ((C + C.T) / (2.0 * n)).toarray()
 
 
-@pytest.mark.parametrize("n,k", [(50, 7), (400, 30)])
-def test_symmetrize_matches_scipy(n, k, rng):
+@pytest.mark.parametrize("n,k,zeros", [(50, 7, 0.05), (400, 30, 0.05), (400, 30, 0.45)])
+def test_symmetrize_matches_scipy(n, k, zeros, rng):
+    """0.45: about as many zero slots as a balanced P's trimmed tails leave."""
     from ctsne.affinities.symmetry import symmetrize
 
     X = rng.normal(size=(n, 3))
     idx, dist = nearest_neighbors(X, k, method="exact")
     cond = calibrate(dist, k / 3)
-    cond[rng.random(cond.shape) < 0.05] = 0.0  # zero entries are left out
+    cond[rng.random(cond.shape) < zeros] = 0.0  # zero entries are left out
+    cond[3] = 0.0  # a row with no entry of its own (its mirrors still reach it)
     ref = _reference_symmetric(idx, cond)
-    P = symmetrize(idx.copy(), cond.copy())
+    idx_in, cond_in = idx.copy(), cond.copy()
+    P = symmetrize(idx_in, cond_in)
     np.testing.assert_allclose(P.toarray(), ref, rtol=1e-14, atol=0)
+    # reordered in place: each row's positive entries by column, then its zeros at n
+    for i in range(n):
+        m = np.count_nonzero(cond[i])
+        assert np.all(np.diff(idx_in[i, :m]) > 0) and np.all(cond_in[i, :m] > 0)
+        assert np.all(idx_in[i, m:] == n) and np.all(cond_in[i, m:] == 0)
+        assert sorted(zip(idx_in[i, :m], cond_in[i, :m], strict=True)) == sorted(
+            (a, b) for a, b in zip(idx[i], cond[i], strict=True) if b > 0)
     assert P.nnz == np.count_nonzero(ref)
     assert P.indices.dtype == np.int32 and P.indptr.dtype == np.int32
     assert all(np.all(np.diff(P.indices[P.indptr[i]:P.indptr[i + 1]]) > 0) for i in range(n))

@@ -128,18 +128,20 @@ def lists_from_representatives(X, queries, own_idx, rep, search, k):
     """
     queries = np.asarray(queries, dtype=np.int64)
     direct = rep[queries]
-    idx = np.repeat(queries[:, None], k, axis=1)
-    dist = np.full((len(queries), k), np.inf)
+    # every row is written below: by the search, or whole by _from_reps
+    idx = np.empty((len(queries), k), dtype=np.int64)
+    dist = np.empty((len(queries), k))
     asked = queries[direct]
-    idx[direct], dist[direct] = search(X[asked], k)
+    a_idx, a_dist = search(X[asked], k)
+    idx[direct], dist[direct] = a_idx, a_dist
     slot = np.full(X.shape[0], -1, dtype=np.int64)
     slot[asked] = np.arange(len(asked))
     rest = np.flatnonzero(~direct)
     if len(rest):
         X64 = np.ascontiguousarray(X, dtype=np.float64)
-        r_idx, r_dist = idx[rest], dist[rest]
+        r_idx, r_dist = np.empty((len(rest), k), dtype=np.int64), np.empty((len(rest), k))
         _from_reps(X64, queries[rest], np.ascontiguousarray(own_idx, dtype=np.int64), slot,
-                   np.ascontiguousarray(idx[direct]), k, r_idx, r_dist,
+                   np.ascontiguousarray(a_idx, dtype=np.int64), k, r_idx, r_dist,
                    work=len(rest) * REPS_PER_POINT * k)
         idx[rest], dist[rest] = r_idx, r_dist
     return idx, dist
