@@ -72,9 +72,8 @@ def main(argv=None) -> dict:
     args = C.parse_args(__doc__.splitlines()[0], argv, extra)
     if args.adult is None and args.prior != "gender":
         raise SystemExit(f"--prior {args.prior} needs the full file (--adult PATH)")
-    X, labels = load_bundled() if args.adult is None else load(args.adult)
-    prior = labels.pop(args.prior)
-    others = labels  # scored as complementary labels
+    X, others = load_bundled() if args.adult is None else load(args.adult)
+    prior = others.pop(args.prior)  # the rest are scored as complementary labels
     _, codes = np.unique(prior, return_inverse=True)
     params = C.tsne_params(args.small, affinities="balanced", beta=0.01,
                            random_state=args.seed)
