@@ -84,8 +84,14 @@ def _finish(idx_blocks, dist_blocks, weights, perplexity, k, tail=0.0) -> sp.csr
     """Calibrate each block at its own perplexity, trim its tail (``tail`` of its mass),
     weight the blocks, symmetrise."""
     n = idx_blocks[0].shape[0]
-    idx = np.ascontiguousarray(np.hstack(idx_blocks), dtype=np.int32
-                               if n < np.iinfo(np.int32).max else np.int64)
+    # filled block by block: hstack then a cast to int32 wrote (and page-faulted) the
+    # whole table twice more (200,000 × 182: 0.14-0.9 s against 0.05 s)
+    idx = np.empty((n, sum(b.shape[1] for b in idx_blocks)),
+                   dtype=np.int32 if n < np.iinfo(np.int32).max else np.int64)
+    col = 0
+    for block in idx_blocks:
+        idx[:, col:col + block.shape[1]] = block
+        col += block.shape[1]
     dist = np.ascontiguousarray(np.hstack(dist_blocks), dtype=np.float64)
     starts = np.cumsum([0] + [b.shape[1] for b in dist_blocks]).astype(np.int64)
     weights = np.broadcast_to(weights, (n, len(dist_blocks)))  # laid out by calibrate_blocks
