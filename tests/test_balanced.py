@@ -236,6 +236,46 @@ def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactl
     assert np.all(np.abs(exact_dist - direct) <= tol)
 
 
+def test_approximate_classes_in_many_features_reuse_the_lists_up_to_the_pair_cap(
+        rng, monkeypatch):
+    """In more than TREE_DIMS features the rest is searched by brute force (no tree): the
+    same lists as the exact class search; above REUSE_BRUTE_PAIRS the class keeps its own
+    approximate index."""
+    import pynndescent
+
+    from ctsne.neighbors.by_class import own_class_neighbors
+    from ctsne.neighbors.search import nearest_neighbors
+
+    codes = np.repeat([0, 1], 150)
+    X = rng.normal(size=(300, 20)) + 1.2 * codes[:, None]
+    assert X.shape[1] > search.TREE_DIMS
+    idx, dist = nearest_neighbors(X, 12, method="exact")
+    mask = np.all(codes[idx] == codes[:, None], axis=1)
+    rest = np.bincount(codes[~mask], minlength=2)
+    assert np.all(rest > 0) and np.all(rest <= label_neighbors.REUSE_REST_UP_TO * 150)
+
+    def no_graph(*args, **kwargs):
+        raise AssertionError("the class should not build an approximate index")
+
+    exact_idx, _ = own_class_neighbors(X, codes, 12, method="exact")
+    monkeypatch.setattr(pynndescent, "NNDescent", no_graph)
+    monkeypatch.setattr(search, "APPROX_ABOVE", 50)  # both classes "large"
+    monkeypatch.setattr(label_neighbors, "BRUTE_UP_TO", 0)  # not one brute-force call
+    got_idx, got_dist = own_class_neighbors(X, codes, 12, known=(idx, dist, mask))
+    np.testing.assert_array_equal(got_idx[mask], idx[mask])
+    np.testing.assert_array_equal(got_idx[~mask], exact_idx[~mask])
+    # distances against a direct computation (both sides by scikit-learn's brute force,
+    # whose ‖x‖² + ‖y‖² − 2x·y cancels: a tolerance scaled by the norms, as above)
+    direct = np.linalg.norm(X[:, None] - X[got_idx], axis=2)
+    sq = np.einsum("ij,ij->i", X, X)
+    tol = 16 * np.finfo(float).eps * (sq[:, None] + sq[got_idx]) / direct
+    assert np.all(np.abs(got_dist - direct) <= tol)
+    # one pair fewer than the smaller class's rest needs: that class builds its index
+    monkeypatch.setattr(label_neighbors, "REUSE_BRUTE_PAIRS", rest.min() * 150 - 1)
+    with pytest.raises(AssertionError, match="approximate index"):
+        own_class_neighbors(X, codes, 12, known=(idx, dist, mask))
+
+
 def test_auto_balances_the_paper_example_at_its_target_share():
     """The paper's synthetic priors are partly mixed in the standard P (10–35 % across
     against random levels of 0.75–0.95) and their classes are copies (trust > 0.9):
