@@ -6,7 +6,8 @@ in every class (as much as any target share asks), it searches each point's own-
 and other-class neighbours (reusing the standard lists that are already all own-class;
 above :data:`ctsne.neighbors.own_first.OWN_FIRST_FROM` points, where the standard search
 would be approximate and a probe finds the classes apart, the other way round: exact
-standard lists from the own-class searches),
+standard lists from the own-class searches; in many features, where it would be
+approximate, standard lists merged from the balanced ones, :mod:`ctsne.neighbors.merged`),
 measures how far the other classes hold counterparts, and chooses each class's
 cross-class share by the rule of :mod:`ctsne.affinities.cross_share`: the label-balanced P
 (:mod:`ctsne.affinities.balanced`) with those shares, or the standard P, bit for bit the
@@ -23,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..checks import to_safe_scale
+from ..neighbors.merged import merge_first, merged_standard_lists
 from ..neighbors.own_first import standard_through_classes
 from .balanced import balanced_affinities, balanced_from_lists, balanced_lists, revised_affinities
 from .cross_share import (
@@ -123,16 +125,24 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
 
     auto = affinities == "auto"
     # where the prior separates the data, the standard lists come from the own-class
-    # searches (the same lists, in less time), which the balanced P then reuses whole
-    through = None
+    # searches (the same lists, in less time), which the balanced P then reuses whole;
+    # in many features, from the balanced lists, found first (ctsne.neighbors.merged)
+    through = lists = found = None
     if auto and not trivial:
-        through = standard_through_classes(X, classes, n_neighbors_for(perplexity, len(X)),
-                                           neighbors, metric, n_jobs, progress)
-    # the standard P's table (joint_affinities' P, bit for bit); "auto" with a prior keeps
-    # the distances of the rows whose list is all own-class (where it searched them
-    # itself), for the balanced P to reuse those lists
-    found = None if through is None else (through.idx, through.dist)
-    keep = classes if auto and not trivial and through is None else None
+        k = n_neighbors_for(perplexity, len(X))
+        through = standard_through_classes(X, classes, k, neighbors, metric, n_jobs,
+                                           progress)
+        if through is not None:
+            found = (through.idx, through.dist)
+        elif merge_first(X, classes, k, neighbors, metric):
+            lists = balanced_lists(X, classes, perplexity, **search)
+            found = merged_standard_lists(X, lists.own_idx, lists.own_dist, lists.other_idx,
+                                          lists.other_dist, lists.block_width, k, metric,
+                                          n_jobs)
+    # the standard P's table (joint_affinities' P, bit for bit, but where merged); "auto"
+    # with a prior keeps the distances of the rows whose list is all own-class (where it
+    # searched them itself), for the balanced P to reuse those lists
+    keep = classes if auto and not trivial and found is None and lists is None else None
     table = standard_conditional(X, perplexity, progress=progress, keep_own_class=keep,
                                  lists=found, **search)
     if trivial:
@@ -140,6 +150,13 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     mixing = table_mixing(table.idx, table.cond, classes)
     if not auto:
         return Affinities(table.joint(), "standard", mixing)
+    merged = lists is not None
+
+    def standard_P(found_table):
+        # merged lists are not the standard search's: the P of affinities="standard"
+        if not merged:
+            return found_table.joint()
+        return standard_conditional(X, perplexity, progress=progress, **search).joint()
     # the decision is about the labelled points: missing labels form a class of their own
     # that lies among all others and would hide a separation (or fake a mixing)
     decides, sub_X, sub_table, sub_codes = mixing, X, (table.idx, table.cond), classes
@@ -152,12 +169,12 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     ratio = point_cross_ratio(*sub_table, sub_codes)
     choice = already_mixed(decides, ratio)
     if choice is not None:
-        return Affinities(table.joint(), "standard", mixing, cross_share=choice)
+        return Affinities(standard_P(table), "standard", mixing, cross_share=choice)
     choice = choose_cross_share(decides.class_expected, decides.class_cross,
                                 counterpart_trust(sub_X, sub_codes), decides.separates,
                                 pulled_share(ratio))
     if choice.mode == "standard":
-        return Affinities(table.joint(), "standard", mixing, cross_share=choice)
+        return Affinities(standard_P(table), "standard", mixing, cross_share=choice)
     own = 1.0 - choice.class_share
     if partial:  # the labelled classes' weights; the missing-label class takes their mean
         levels = np.unique(classes[labelled])
@@ -165,7 +182,9 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
             own, weights=np.bincount(sub_codes))))
         full[levels] = own
         own = full
-    if through is not None:
+    if lists is not None:
+        pass  # found before the standard lists
+    elif through is not None:
         lists = balanced_lists(X, classes, perplexity, own=(through.own_idx, through.own_dist),
                                **search)
     else:  # rows whose standard list is all own-class need no new search

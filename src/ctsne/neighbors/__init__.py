@@ -8,6 +8,8 @@
 - :mod:`~ctsne.neighbors.representatives`: far lists shared through representatives.
 - :mod:`~ctsne.neighbors.own_first`: the standard lists found class by class where a prior
   separates the data.
+- :mod:`~ctsne.neighbors.merged`: the standard lists merged from the balanced lists, the
+  same order in many features.
 
 Nothing here knows about t-SNE: any neighbour embedding can use these lists.
 """

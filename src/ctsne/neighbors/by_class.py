@@ -373,8 +373,9 @@ def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
         index = SearchIndex(X, rows, method, metric, random_state, n_jobs, far=True,
                             far_search=far_search)
         i, d = _search(index, X, others, km, own_idx, rep)
-        # rows of each block apart: a row index and a column slice copy ~6× faster than
-        # one (row, column) index pair per entry
+        # rows of each block apart: a row index and a column slice copy ~3× faster than
+        # one (row, column) index pair per entry (200,000 points, 5 classes, k = 23, all
+        # classes: 0.13 s against 0.37 s per table, warm memory)
         for b in (m - 1, m):
             sel = block == b
             if b >= 0 and sel.any():

@@ -1,0 +1,137 @@
+"""Standard lists merged from the balanced lists (ctsne.neighbors.merged), against exact
+lists from dense distances computed here, and "auto"'s P through that order."""
+
+import numpy as np
+import pytest
+
+from ctsne.affinities import modes
+from ctsne.affinities.balanced import balanced_from_lists, balanced_lists
+from ctsne.affinities.mixing import table_mixing
+from ctsne.affinities.standard import joint_affinities, standard_conditional
+from ctsne.neighbors import merged, search
+from ctsne.neighbors.merged import apart_share, merged_standard_lists
+
+
+def _classes(rng, sizes, gap, dims=20):
+    """Three clusters in ``dims`` features, repeated in each class, classes ``gap`` apart
+    along one axis."""
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    centres = rng.normal(scale=3.0, size=(3, dims))
+    X = centres[rng.integers(0, 3, len(codes))] + rng.normal(size=(len(codes), dims))
+    X[:, 0] += gap * codes
+    return X, codes
+
+
+def _dense_lists(X, k):
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(D, np.inf)
+    idx = np.argsort(D, axis=1)[:, :k]
+    return idx, np.take_along_axis(D, idx, axis=1)
+
+
+def _close(got, want, X, idx):
+    # scikit-learn's brute force computes ‖x‖² + ‖y‖² − 2x·y, which cancels: its error on
+    # d is about eps·(‖x‖² + ‖y‖²)/d
+    sq = np.einsum("ij,ij->i", X, X)
+    tol = 32 * np.finfo(float).eps * (sq[:, None] + sq[idx]) / want
+    assert np.all(np.abs(got - want) <= tol)
+
+
+@pytest.mark.parametrize("sizes, gap", [((150, 120, 90), 3.0),   # per-class blocks, touching
+                                        ((40,) * 12, 2.0)])       # pooled, 12 classes
+def test_merged_lists_are_the_exact_standard_lists(rng, sizes, gap):
+    X, codes = _classes(rng, sizes, gap)
+    k = 30
+    lists = balanced_lists(X, codes, 10.0, neighbors="exact")
+    assert lists.k == k
+    want_idx, want_dist = _dense_lists(X, k)
+    if lists.block_width is not None:
+        # some rows have more points of one other class within their k-th distance than
+        # that class's block holds: the exact search of the uncertain rows runs
+        width = lists.block_width
+        per_class = np.stack([(codes[want_idx] == m).sum(axis=1) for m in range(len(sizes))])
+        per_class[codes, np.arange(len(codes))] = 0
+        assert (per_class.max(axis=0) > width).any()
+    idx, dist = merged_standard_lists(X, lists.own_idx, lists.own_dist, lists.other_idx,
+                                      lists.other_dist, lists.block_width, k)
+    assert idx.dtype == np.int32 and idx.shape == (len(codes), k)
+    np.testing.assert_array_equal(np.sort(idx, axis=1), np.sort(want_idx, axis=1))
+    assert np.all(np.diff(dist, axis=1) >= 0)
+    _close(np.sort(dist, axis=1), want_dist, X, want_idx)
+
+
+def test_too_many_uncertain_rows_hand_back_to_the_standard_search(rng, monkeypatch):
+    X, codes = _classes(rng, (150, 120, 90), 0.0)  # mixed: many uncertain rows
+    lists = balanced_lists(X, codes, 10.0, neighbors="exact")
+    monkeypatch.setattr(merged, "MERGE_SEARCH_PAIRS", 10 * len(codes))
+    assert merged_standard_lists(X, lists.own_idx, lists.own_dist, lists.other_idx,
+                                 lists.other_dist, lists.block_width, 30) is None
+
+
+def test_apart_share_counts_points_nearer_another_class(rng):
+    X, codes = _classes(rng, (150, 120, 90), 40.0)
+    assert apart_share(X, codes, 30) == 0.0
+    mixed = rng.permutation(codes)
+    assert apart_share(X, mixed, 30) == 1.0
+    # partly touching: every point's own k-th distance against its nearest other point
+    X, codes = _classes(rng, (150, 120, 90), 5.0)
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(D, np.inf)
+    same = codes[:, None] == codes[None, :]
+    kth = np.sort(np.where(same, D, np.inf), axis=1)[:, 29]
+    want = np.mean(np.where(same, np.inf, D).min(axis=1) <= kth)
+    assert 0.05 < want < 0.95
+    assert apart_share(X, codes, 30, sample=len(codes)) == pytest.approx(want, abs=1e-12)
+
+
+def _force_merge(monkeypatch):
+    """Data of 20 features above the patched APPROX_ABOVE, classes below it: "auto" merges
+    the lists, and must never build pynndescent's graph for them."""
+    import pynndescent
+
+    monkeypatch.setattr(search, "APPROX_ABOVE", 200)
+    real = pynndescent.NNDescent
+    built = []
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pynndescent, "NNDescent", counted)
+    return built
+
+
+def test_auto_through_merged_lists_gives_the_exact_lists_balanced_p(rng, monkeypatch):
+    X, codes = _classes(rng, (150, 120, 90), 12.0)
+    built = _force_merge(monkeypatch)
+    assert merged.merge_first(X, codes, 30, "auto", "euclidean")
+    got = modes.input_affinities(X, 10.0, codes, "auto")
+    assert got.mode == "balanced" and not built
+    # the same P from the exact lists and the chosen shares, and the decision measured on
+    # the exact standard P
+    lists = balanced_lists(X, codes, 10.0, neighbors="exact")
+    want = balanced_from_lists(lists, 1.0 - got.cross_share.class_share, 10.0)
+    assert abs(got.P - want).max() == 0.0
+    table = standard_conditional(X, 10.0, neighbors="exact")
+    exact = table_mixing(table.idx, table.cond, codes)
+    np.testing.assert_allclose(got.standard_mixing.class_cross, exact.class_cross,
+                               rtol=1e-9, atol=1e-15)
+
+
+def test_auto_keeping_the_standard_p_after_merging_gives_its_p(rng, monkeypatch):
+    X, codes = _classes(rng, (150, 120, 90), 12.0)
+    _force_merge(monkeypatch)
+    real = modes.already_mixed
+
+    def keep(standard, ratio):  # as if the standard P were mixed enough
+        choice = real(standard, ratio)
+        if choice is None:
+            standard.class_cross = standard.class_expected.copy()
+            choice = real(standard, ratio)
+        return choice
+
+    monkeypatch.setattr(modes, "already_mixed", keep)
+    got = modes.input_affinities(X, 10.0, codes, "auto", random_state=0)
+    assert got.mode == "standard"
+    want = joint_affinities(X, 10.0, random_state=0)
+    assert abs(got.P - want).max() == 0.0
