@@ -239,7 +239,7 @@ def test_approximate_classes_reuse_the_standard_lists_and_search_the_rest_exactl
 def test_approximate_classes_in_many_features_reuse_the_lists_up_to_the_pair_cap(
         rng, monkeypatch):
     """In more than TREE_DIMS features the rest is searched by brute force (no tree): the
-    same lists as the exact class search; above REUSE_BRUTE_PAIRS the class keeps its own
+    same lists as the exact class search; above BRUTE_PAIRS the class keeps its own
     approximate index."""
     import pynndescent
 
@@ -271,9 +271,44 @@ def test_approximate_classes_in_many_features_reuse_the_lists_up_to_the_pair_cap
     tol = 16 * np.finfo(float).eps * (sq[:, None] + sq[got_idx]) / direct
     assert np.all(np.abs(got_dist - direct) <= tol)
     # one pair fewer than the smaller class's rest needs: that class builds its index
-    monkeypatch.setattr(label_neighbors, "REUSE_BRUTE_PAIRS", rest.min() * 150 - 1)
+    monkeypatch.setattr(label_neighbors, "BRUTE_PAIRS", rest.min() * 150 - 1)
     with pytest.raises(AssertionError, match="approximate index"):
         own_class_neighbors(X, codes, 12, known=(idx, dist, mask))
+
+
+def test_far_queries_into_approximate_classes_in_many_features_are_exact(rng, monkeypatch):
+    """Far queries into a class searched approximately go to brute force (exact lists)
+    up to BRUTE_PAIRS, to pynndescent's graph (built only then) above."""
+    import pynndescent
+
+    from ctsne.neighbors.by_class import other_class_neighbors
+
+    codes = np.repeat([0, 1, 2], [120, 100, 80])
+    X = rng.normal(size=(300, 20)) + 3.0 * codes[:, None]
+    monkeypatch.setattr(search, "APPROX_ABOVE", 50)  # every class "large"
+    real = pynndescent.NNDescent
+    built = []
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pynndescent, "NNDescent", counted)
+    idx, dist = other_class_neighbors(X, codes, 7)
+    assert not built
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    for t in range(2):
+        m = np.where(t < codes, t, t + 1)  # block t's class for each row
+        for c in range(3):
+            rows = np.flatnonzero(codes == c)
+            cols = np.flatnonzero(codes == m[rows[0]])
+            want = cols[np.argsort(D[np.ix_(rows, cols)], axis=1)[:, :7]]
+            np.testing.assert_array_equal(idx[rows, 7 * t:7 * t + 7], want)
+            np.testing.assert_allclose(dist[rows, 7 * t:7 * t + 7],
+                                       np.take_along_axis(D[rows], want, axis=1), rtol=1e-9)
+    monkeypatch.setattr(label_neighbors, "BRUTE_PAIRS", 1)
+    other_class_neighbors(X, codes, 7)
+    assert len(built) == 3  # one graph per class, for its far queries
 
 
 def test_auto_balances_the_paper_example_at_its_target_share():

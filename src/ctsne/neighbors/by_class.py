@@ -66,12 +66,15 @@ EXTRA_UP_TO = 2
 # A class searched approximately still reuses the standard lists (see _reuse) when at
 # most this share of its rows lists points of other classes.
 REUSE_REST_UP_TO = 0.25
-# In more than TREE_DIMS features that rest is searched by brute force (scikit-learn) up to
-# this many (row, class point) pairs. 10,000 rows against a class of 40,000 in 50
-# features (4·10⁸ pairs, k = 91, 2 threads): 0.9 s, against 7.3 s for pynndescent's
-# graph of the class (2026-11-28); an "auto" fit of separated classes that large in 50
-# features searched every class again after the standard search.
-REUSE_BRUTE_PAIRS = 1e9
+# In more than TREE_DIMS features, where a class is searched approximately, two searches go
+# to brute force (scikit-learn, exact) up to this many (query, class point) pairs: that
+# rest of the class's own rows, and far queries into the class. 10,000 rows against a
+# class of 40,000 in 50 features (4·10⁸ pairs, k = 91, 2 threads): 0.9 s, against 7.3 s
+# for pynndescent's graph of the class; far queries into pynndescent, whose graph walk
+# starts far from their neighbours, took 3.7 s for 20,000 queries into 20,000 points
+# (100k points, 5 classes, 2026-11-28). Before, an "auto" fit of separated classes that
+# large searched every class again after the standard search.
+BRUTE_PAIRS = 2e9
 # How far queries are answered (the ``far_search`` parameter): "scan" the indexed points
 # (exact Euclidean searches; the tolerant tree beyond SCAN_MAX_PAIRS), or the "tree" that
 # near queries use, as before the scan (benchmarks/bench_balanced.py --compare-trees).
@@ -153,12 +156,22 @@ class SearchIndex:
             # the fit's size decides the tree, so every list of a fit has one distance code
             self._nn = ExactIndex(data, metric, n_jobs, search_size=X.shape[0])
         elif self._scan is None:
+            # built at the first query that brute force does not answer (_brute_far)
+            self._descent = (data, metric, random_state, jobs)
+            self._nn = None
+        self._brute_far = scan_far and not low_dim and not self.exact
+
+    def _graph(self):
+        """pynndescent's index of the points, built on first use."""
+        if self._nn is None:
             from pynndescent import NNDescent
 
+            data, metric, random_state, jobs = self._descent
             self._nn = NNDescent(data, n_neighbors=min(30, len(self.rows) - 1) or 1,
                                  metric=metric, random_state=random_state, n_jobs=jobs,
                                  low_memory=True)
             self._nn.prepare()
+        return self._nn
 
     def _beyond_scan(self, m: int) -> bool:
         """Whether ``m`` far queries are too many to answer exactly (SCAN_MAX_PAIRS)."""
@@ -181,6 +194,14 @@ class SearchIndex:
             d, i = self._kd.query(Q, k=k, eps=FAR_EPS, workers=self._jobs)
             i, d = np.asarray(i).reshape(len(Q), k), np.asarray(d).reshape(len(Q), k)
             return self.rows[i], d
+        if self._brute_far and len(self.rows) * len(Q) <= BRUTE_PAIRS:
+            # far queries in many features: exact, and faster than a graph walk (BRUTE_PAIRS)
+            from sklearn.neighbors import NearestNeighbors
+
+            data, metric, _, jobs = self._descent
+            d, i = NearestNeighbors(metric=metric, algorithm="brute", n_jobs=jobs).fit(
+                data).kneighbors(Q, k)
+            return self.rows[i], d
         eps = BLOCK_FAR_EPS if self._far_blocks and self._beyond_scan(len(Q)) else 0.0
         for start in range(0, len(Q), QUERY_CHUNK):
             stop = min(len(Q), start + QUERY_CHUNK)
@@ -191,7 +212,7 @@ class SearchIndex:
             elif self.exact:
                 d, i = self._nn.query(Q[start:stop], k)
             else:
-                i, d = self._nn.query(Q[start:stop], k=k)
+                i, d = self._graph().query(Q[start:stop], k=k)
             idx[start:stop], dist[start:stop] = self.rows[i], d
         return idx, dist
 
@@ -295,8 +316,8 @@ def _reuse(listed: np.ndarray, p: int, metric: str, method: str) -> bool:
     ``listed`` marks its rows whose standard list is all own-class. Exact classes always
     do; approximate ones when the rest is at most :data:`REUSE_REST_UP_TO` of the class
     and can be answered exactly for less than building pynndescent's graph over all of
-    it: by a tree (few features), or by brute force over at most
-    :data:`REUSE_BRUTE_PAIRS` (row, class point) pairs.
+    it: by a tree (few features), or by brute force over at most :data:`BRUTE_PAIRS`
+    (row, class point) pairs.
     """
     if is_exact_search(len(listed), p, method):
         return True
@@ -304,7 +325,7 @@ def _reuse(listed: np.ndarray, p: int, metric: str, method: str) -> bool:
     if rest > REUSE_REST_UP_TO * len(listed):
         return False
     low_dim = metric == "euclidean" and p <= TREE_DIMS
-    return low_dim or rest * len(listed) <= REUSE_BRUTE_PAIRS
+    return low_dim or rest * len(listed) <= BRUTE_PAIRS
 
 
 def _brute_within(Xc, k, metric):
