@@ -25,3 +25,19 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def graphs_built(monkeypatch):
+    """A list that gains an entry each time pynndescent's index is built (it still is)."""
+    import pynndescent
+
+    real = pynndescent.NNDescent
+    built = []
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pynndescent, "NNDescent", counted)
+    return built

@@ -84,26 +84,13 @@ def test_apart_share_counts_points_nearer_another_class(rng):
     assert apart_share(X, codes, 30, sample=len(codes)) == pytest.approx(want, abs=1e-12)
 
 
-def _force_merge(monkeypatch):
-    """Data of 20 features above the patched APPROX_ABOVE, classes below it: "auto" merges
-    the lists, and must never build pynndescent's graph for them."""
-    import pynndescent
-
-    monkeypatch.setattr(search, "APPROX_ABOVE", 200)
-    real = pynndescent.NNDescent
-    built = []
-
-    def counted(*args, **kwargs):
-        built.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pynndescent, "NNDescent", counted)
-    return built
-
-
-def test_auto_through_merged_lists_gives_the_exact_lists_balanced_p(rng, monkeypatch):
+def test_auto_through_merged_lists_gives_the_exact_lists_balanced_p(rng, monkeypatch,
+                                                                    graphs_built):
+    # 20 features above the patched APPROX_ABOVE, classes below it: "auto" merges the
+    # lists and must never build pynndescent's graph for them
     X, codes = _classes(rng, (150, 120, 90), 12.0)
-    built = _force_merge(monkeypatch)
+    monkeypatch.setattr(search, "APPROX_ABOVE", 200)
+    built = graphs_built
     assert merged.merge_first(X, codes, 30, "auto", "euclidean")
     got = modes.input_affinities(X, 10.0, codes, "auto")
     assert got.mode == "balanced" and not built
@@ -120,7 +107,7 @@ def test_auto_through_merged_lists_gives_the_exact_lists_balanced_p(rng, monkeyp
 
 def test_auto_keeping_the_standard_p_after_merging_gives_its_p(rng, monkeypatch):
     X, codes = _classes(rng, (150, 120, 90), 12.0)
-    _force_merge(monkeypatch)
+    monkeypatch.setattr(search, "APPROX_ABOVE", 200)  # merged, as above
     real = modes.already_mixed
 
     def keep(standard, ratio):  # as if the standard P were mixed enough
