@@ -27,6 +27,14 @@ exact lists of 2,000 sampled points: the check of ``LOW_DIM_DESCENT`` beyond one
 
     flock /tmp/ctsne-bench.lock python benchmarks/bench_knn.py --n 500000 \
         --sets uniform10 swissroll10 mixture15 paper10
+
+With ``--wide`` data in more than ``TREE_DIMS`` features, where the exact search is
+scikit-learn's brute force: that against pynndescent at its defaults (its compilation
+outside the timings), recall on 2,000 sampled points; in 30, 50 and 100 features, the
+paper-style data (structure in 6 features, noise in the rest) and a mixture of 30
+Gaussians whose features' spread decays as a PCA's does. This decides ``APPROX_ABOVE``:
+
+    flock /tmp/ctsne-bench.lock python benchmarks/bench_knn.py --wide --n 20000 40000 70000
 """
 
 from __future__ import annotations
@@ -140,6 +148,41 @@ def descent_sets(sizes, sets, record) -> None:
                         "seconds": seconds, "recall": rec})
 
 
+def _pca_like(n: int, p: int, rng: np.random.Generator) -> np.ndarray:
+    """30 Gaussian clusters in p features, feature j's spread ∝ (j + 1)^-1/2."""
+    scale = 1.0 / np.sqrt(np.arange(1, p + 1))
+    centres = rng.normal(scale=3.0, size=(30, p)) * scale
+    return centres[rng.integers(0, 30, n)] + rng.normal(size=(n, p)) * scale
+
+
+def wide_sets(sizes, record) -> None:
+    """Brute force against pynndescent in 30, 50 and 100 features (module note)."""
+    from pynndescent import NNDescent
+    from sklearn.neighbors import NearestNeighbors
+
+    NNDescent(np.random.default_rng(0).normal(size=(3000, 50)), n_neighbors=K)  # compile
+    for p in (30, 50, 100):
+        for name, make in (("paper", lambda n, p=p: make_data(n, p)[0]),
+                           ("pca-like", lambda n, p=p: _pca_like(n, p, np.random.default_rng(0)))):
+            for n in sizes:
+                X = make(n)
+                rows = np.random.default_rng(1).choice(n, min(2000, n), replace=False)
+                load = os.getloadavg()[0]
+                t = time.perf_counter()
+                _, exact = NearestNeighbors(n_jobs=-1).fit(X).kneighbors(X, K)
+                brute_s = time.perf_counter() - t
+                t = time.perf_counter()
+                graph = NNDescent(X, n_neighbors=K, random_state=0, n_jobs=-1,
+                                  low_memory=True).neighbor_graph[0]
+                descent_s = time.perf_counter() - t
+                record({"date": str(datetime.date.today()), "machine": platform.node(),
+                        "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                        "load_1min_before": load, "case": f"knn-wide-{name}-{p}-{n}",
+                        "k": K, "brute_s": brute_s, "pynndescent_s": descent_s,
+                        "pynndescent_over_brute": descent_s / brute_s,
+                        "pynndescent_recall": recall(exact[rows], graph[rows])})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[100_000, 250_000])
@@ -150,6 +193,8 @@ def main() -> None:
                     help="pynndescent settings on these data sets only (see above)")
     ap.add_argument("--exact", nargs="+", choices=list(SETS),
                     help="the exact searches on these data sets only (see above)")
+    ap.add_argument("--wide", action="store_true",
+                    help="brute force against pynndescent in 30-100 features (see above)")
     args = ap.parse_args()
 
     def record(row: dict) -> None:
@@ -158,6 +203,9 @@ def main() -> None:
             with open(HERE / "results.jsonl", "a") as fh:
                 fh.write(json.dumps(row) + "\n")
 
+    if args.wide:
+        wide_sets(args.n, record)
+        return
     if args.sets:
         descent_sets(args.n, args.sets, record)
         return

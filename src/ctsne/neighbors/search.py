@@ -24,7 +24,14 @@ SEARCH_METHODS = ("auto", "exact", "approx")
 # (10 features, k = 91, 2026-11-24: 100k 6.5 s vs 11.4 s; 250k 37 s vs 72 s, where
 # pynndescent takes 74 s), which moves TREE_MAX_N from 200k to 400k.
 # The trees' cost grows about as n² here (the kNN radius shrinks slower than the tree helps).
-APPROX_ABOVE = 10_000
+#   In 30, 50 and 100 features (benchmarks/bench_knn.py --wide, 2026-11-28, k = 91,
+#   pynndescent's compilation outside the timings; paper-style and PCA-like data):
+#   brute force 1.0-1.4 s against pynndescent 3.6-4.7 s at 20k, 3.1-4.9 s against
+#   6.7-7.2 s at 40k, 8.7-14.0 s against 11.2-14.2 s at 70k (recall 0.995-1.0): brute
+#   force is faster to ~70k, by ≥ 1.46× at 40k in all six cases, which moves APPROX_ABOVE
+#   from 10k to 40k (and a fit below it compiles nothing of pynndescent's, ~25 s in a new
+#   environment).
+APPROX_ABOVE = 40_000
 TREE_DIMS = 15
 TREE_MAX_N = 400_000
 # Data with BLOCK_TREE_DIMS to TREE_DIMS features is searched by ctsne's own k-d tree,

@@ -30,8 +30,9 @@ from .device import load_torch
 __all__ = ["DEVICE_EXACT_UP_TO", "block_knn", "other_class_knn", "own_class_knn",
            "pooled_other_knn", "search_plan", "standard_knn"]
 
-# Exact search on the device up to this many points. The CPU's is the numba engine's own
-# exact/approximate crossover (neighbors.search.APPROX_ABOVE); the GPU's is an estimate,
+# Exact search on the device up to this many points. The CPU's was the numba engine's
+# exact/approximate crossover when written (neighbors.search.APPROX_ABOVE, since moved to
+# 40,000 for scikit-learn's brute force; torch's own not measured); the GPU's is an estimate,
 # not a measurement (no GPU was lent to the session that wrote it): n² distances at
 # 10⁶ points and 50 features are 10¹⁴ flops, seconds on an H100, before the top-k.
 DEVICE_EXACT_UP_TO = {"cpu": 10_000, "cuda": 1_000_000}
