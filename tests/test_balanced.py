@@ -295,9 +295,11 @@ def test_far_queries_into_approximate_classes_in_many_features_are_exact(
             rows = np.flatnonzero(codes == c)
             cols = np.flatnonzero(codes == m[rows[0]])
             want = cols[np.argsort(D[np.ix_(rows, cols)], axis=1)[:, :7]]
-            np.testing.assert_array_equal(idx[rows, 7 * t:7 * t + 7], want)
+            got = idx[rows, 7 * t:7 * t + 7]
+            # as sets: two neighbours within rounding of each other may swap places
+            np.testing.assert_array_equal(np.sort(got, axis=1), np.sort(want, axis=1))
             np.testing.assert_allclose(dist[rows, 7 * t:7 * t + 7],
-                                       np.take_along_axis(D[rows], want, axis=1), rtol=1e-9)
+                                       np.take_along_axis(D[rows], got, axis=1), rtol=1e-9)
     monkeypatch.setattr(label_neighbors, "BRUTE_PAIRS", 1)
     other_class_neighbors(X, codes, 7)
     assert len(built) == 3  # one graph per class, for its far queries

@@ -105,7 +105,8 @@ def test_auto_through_merged_lists_gives_the_exact_lists_balanced_p(rng, monkeyp
                                rtol=1e-9, atol=1e-15)
 
 
-def test_auto_keeping_the_standard_p_after_merging_gives_its_p(rng, monkeypatch):
+def test_auto_keeping_the_standard_p_after_merging_gives_its_p(rng, monkeypatch,
+                                                              graphs_built):
     X, codes = _classes(rng, (150, 120, 90), 12.0)
     monkeypatch.setattr(search, "APPROX_ABOVE", 200)  # merged, as above
     real = modes.already_mixed
@@ -118,7 +119,25 @@ def test_auto_keeping_the_standard_p_after_merging_gives_its_p(rng, monkeypatch)
         return choice
 
     monkeypatch.setattr(modes, "already_mixed", keep)
+    assert merged.merge_first(X, codes, 30, "auto", "euclidean")
     got = modes.input_affinities(X, 10.0, codes, "auto", random_state=0)
     assert got.mode == "standard"
+    assert len(graphs_built) == 1  # the standard search's, after the merged lists
     want = joint_affinities(X, 10.0, random_state=0)
+    assert abs(got.P - want).max() == 0.0
+    # the diagnostic is that P's (pynndescent's lists), not the merged table's
+    searched = standard_conditional(X, 10.0, random_state=0)
+    want_mixing = table_mixing(searched.idx, searched.cond, codes)
+    np.testing.assert_array_equal(got.mixing.class_cross, want_mixing.class_cross)
+
+
+def test_a_merge_handed_back_searches_the_standard_lists_once(rng, monkeypatch,
+                                                              graphs_built):
+    X, codes = _classes(rng, (150, 120, 90), 12.0)
+    monkeypatch.setattr(search, "APPROX_ABOVE", 200)
+    monkeypatch.setattr(merged, "MERGE_SEARCH_PAIRS", -1)  # every merge hands back
+    got = modes.input_affinities(X, 10.0, codes, "auto", random_state=0)
+    assert got.mode == "balanced" and len(graphs_built) == 1
+    lists = balanced_lists(X, codes, 10.0, neighbors="exact")
+    want = balanced_from_lists(lists, 1.0 - got.cross_share.class_share, 10.0)
     assert abs(got.P - want).max() == 0.0

@@ -150,13 +150,16 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     mixing = table_mixing(table.idx, table.cond, classes)
     if not auto:
         return Affinities(table.joint(), "standard", mixing)
-    merged = lists is not None
+    merged = lists is not None and found is not None
 
-    def standard_P(found_table):
-        # merged lists are not the standard search's: the P of affinities="standard"
+    def standard_P(found_table, found_mixing):
+        # P, mode and diagnostic of the kept standard P: where the lists were merged, the
+        # P of affinities="standard" (its own search) and that P's diagnostic
         if not merged:
-            return found_table.joint()
-        return standard_conditional(X, perplexity, progress=progress, **search).joint()
+            return found_table.joint(), "standard", found_mixing
+        searched = standard_conditional(X, perplexity, progress=progress, **search)
+        searched_mixing = table_mixing(searched.idx, searched.cond, classes)
+        return searched.joint(), "standard", searched_mixing
     # the decision is about the labelled points: missing labels form a class of their own
     # that lies among all others and would hide a separation (or fake a mixing)
     decides, sub_X, sub_table, sub_codes = mixing, X, (table.idx, table.cond), classes
@@ -169,12 +172,12 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     ratio = point_cross_ratio(*sub_table, sub_codes)
     choice = already_mixed(decides, ratio)
     if choice is not None:
-        return Affinities(standard_P(table), "standard", mixing, cross_share=choice)
+        return Affinities(*standard_P(table, mixing), cross_share=choice)
     choice = choose_cross_share(decides.class_expected, decides.class_cross,
                                 counterpart_trust(sub_X, sub_codes), decides.separates,
                                 pulled_share(ratio))
     if choice.mode == "standard":
-        return Affinities(standard_P(table), "standard", mixing, cross_share=choice)
+        return Affinities(*standard_P(table, mixing), cross_share=choice)
     own = 1.0 - choice.class_share
     if partial:  # the labelled classes' weights; the missing-label class takes their mean
         levels = np.unique(classes[labelled])

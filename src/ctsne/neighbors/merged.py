@@ -11,7 +11,11 @@ balanced lists are therefore found first and each point's standard list is the k
 of its own-class list and its other-class lists together: the k nearest points of all
 classes lie among the k nearest of its own class and the nearest of each other class,
 unless a point has more points of one other class inside its k-th distance than its
-block of that class holds; those points are searched over all points exactly.
+block of that class holds; those points are searched over all points exactly. So the
+merged lists are exact where the blocks are; where they are not (far lists shared from
+representatives above ``REPS_FROM_PAIRS`` pairs, classes above ``APPROX_ABOVE`` searched by
+pynndescent), a point can miss a nearer point the block missed, as the pynndescent
+search over all points that the merge replaces can.
 :mod:`ctsne.neighbors.own_first` does the same from the own-class lists alone in few
 features, where trees count the other classes' points near each point.
 """

@@ -67,7 +67,9 @@ def _from_reps(X, queries, own_idx, slot, rep_idx, k, tasks, out_idx, out_dist):
         # distance: kept, it is in the list; dropped, it was not nearer than the k-th then
         # and the k-th only comes nearer (a check by distance and a scan of the list per
         # candidate cost ~1.4 s of 600,000 lists at 200,000 points, 5 classes)
-        seen = np.full(X.shape[0], -1, dtype=np.int64)
+        # int32: a task's queries number far below 2³¹ (an (n, k) table of 2³¹ rows
+        # would not fit in memory), and 4 bytes a point keep tasks × n small
+        seen = np.full(X.shape[0], -1, dtype=np.int32)
         for q in range(task * nq // tasks, (task + 1) * nq // tasks):
             x = queries[q]
             best_d[:] = np.inf
