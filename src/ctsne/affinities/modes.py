@@ -152,14 +152,13 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         return Affinities(table.joint(), "standard", mixing)
     merged = lists is not None and found is not None
 
-    def standard_P(found_table, found_mixing):
-        # P, mode and diagnostic of the kept standard P: where the lists were merged, the
-        # P of affinities="standard" (its own search) and that P's diagnostic
-        if not merged:
-            return found_table.joint(), "standard", found_mixing
-        searched = standard_conditional(X, perplexity, progress=progress, **search)
-        searched_mixing = table_mixing(searched.idx, searched.cond, classes)
-        return searched.joint(), "standard", searched_mixing
+    def keep_standard(found_table, found_mixing, choice):
+        # merged lists are not the standard search's: the kept P is affinities="standard"'s
+        # (its own search), with that P's diagnostic
+        if merged:
+            found_table = standard_conditional(X, perplexity, progress=progress, **search)
+            found_mixing = table_mixing(found_table.idx, found_table.cond, classes)
+        return Affinities(found_table.joint(), "standard", found_mixing, cross_share=choice)
     # the decision is about the labelled points: missing labels form a class of their own
     # that lies among all others and would hide a separation (or fake a mixing)
     decides, sub_X, sub_table, sub_codes = mixing, X, (table.idx, table.cond), classes
@@ -172,12 +171,12 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     ratio = point_cross_ratio(*sub_table, sub_codes)
     choice = already_mixed(decides, ratio)
     if choice is not None:
-        return Affinities(*standard_P(table, mixing), cross_share=choice)
+        return keep_standard(table, mixing, choice)
     choice = choose_cross_share(decides.class_expected, decides.class_cross,
                                 counterpart_trust(sub_X, sub_codes), decides.separates,
                                 pulled_share(ratio))
     if choice.mode == "standard":
-        return Affinities(*standard_P(table, mixing), cross_share=choice)
+        return keep_standard(table, mixing, choice)
     own = 1.0 - choice.class_share
     if partial:  # the labelled classes' weights; the missing-label class takes their mean
         levels = np.unique(classes[labelled])
@@ -185,12 +184,10 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
             own, weights=np.bincount(sub_codes))))
         full[levels] = own
         own = full
-    if lists is not None:
-        pass  # found before the standard lists
-    elif through is not None:
+    if lists is None and through is not None:
         lists = balanced_lists(X, classes, perplexity, own=(through.own_idx, through.own_dist),
                                **search)
-    else:  # rows whose standard list is all own-class need no new search
+    elif lists is None:  # rows whose standard list is all own-class need no new search
         lists = balanced_lists(X, classes, perplexity,
                                known=(table.idx, table.dist, table.own_rows), **search)
     del through

@@ -195,12 +195,10 @@ class SearchIndex:
             i, d = np.asarray(i).reshape(len(Q), k), np.asarray(d).reshape(len(Q), k)
             return self.rows[i], d
         if self._brute_far and len(self.rows) * len(Q) <= BRUTE_PAIRS:
-            # far queries in many features: exact, and faster than a graph walk (BRUTE_PAIRS)
-            from sklearn.neighbors import NearestNeighbors
-
+            # far queries in many features: exact (scikit-learn's brute force), and faster
+            # than a graph walk (BRUTE_PAIRS)
             data, metric, _, jobs = self._descent
-            d, i = NearestNeighbors(metric=metric, algorithm="brute", n_jobs=jobs).fit(
-                data).kneighbors(Q, k)
+            d, i = ExactIndex(data, metric, jobs).query(Q, k)
             return self.rows[i], d
         eps = BLOCK_FAR_EPS if self._far_blocks and self._beyond_scan(len(Q)) else 0.0
         for start in range(0, len(Q), QUERY_CHUNK):

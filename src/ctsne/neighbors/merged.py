@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .by_class import SearchIndex
 from .own_first import OWN_FIRST_UP_TO
-from .search import TREE_DIMS, drop_self, is_exact_search
+from .search import TREE_DIMS, ExactIndex, drop_self, is_exact_search
 
 __all__ = ["MERGE_SEARCH_PAIRS", "PROBE_SAMPLE", "apart_share", "merge_first",
            "merged_standard_lists", "use_merged"]
@@ -123,8 +122,7 @@ def merged_standard_lists(X: np.ndarray, own_idx: np.ndarray, own_dist: np.ndarr
     if len(rows) * n > MERGE_SEARCH_PAIRS:
         return None
     if len(rows):
-        i, d = SearchIndex(X, np.arange(n), "exact", metric, n_jobs=n_jobs).query(
-            X[rows], k + 1)
+        d, i = ExactIndex(X, metric, n_jobs).query(X[rows], k + 1)
         idx[rows], dist[rows] = drop_self(i, d, rows, k)
     return idx, dist
 
