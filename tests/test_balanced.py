@@ -140,6 +140,46 @@ def test_pooled_search_is_exact_and_uses_few_indices(k, n_indices, rows_indexed,
     _check_P(balanced_affinities(X, codes, k / 3, neighbors="exact"), codes)
 
 
+def test_pooled_lists_skip_the_own_class_in_one_block_tree_search(rng, monkeypatch):
+    # 10 features, searched by the block tree: classes up to SKIP_OWN_UP_TO points ask
+    # one search over all points that skips their class; larger classes ask per bit
+    monkeypatch.setattr(search, "BLOCK_TREE_FROM", 1000)
+    monkeypatch.setattr(label_neighbors, "SKIP_OWN_UP_TO", 60)
+    sizes = np.r_[np.full(20, 40), 200, 300, 4]  # 23 classes; the last smaller than k
+    codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    n, k = len(codes), 20
+    X = rng.normal(size=(n, 10)) + rng.normal(scale=3.0, size=(len(sizes), 10))[codes]
+    skipped, built = [], []
+    real = label_neighbors._skip_own_search
+
+    def spy(X, codes, k, rows, idx, dist):
+        skipped.append(np.sort(rows))
+        real(X, codes, k, rows, idx, dist)
+
+    class Counting(label_neighbors.SearchIndex):
+        def __init__(self, X, rows, *args, **kwargs):
+            built.append(len(rows))
+            super().__init__(X, rows, *args, **kwargs)
+
+    monkeypatch.setattr(label_neighbors, "_skip_own_search", spy)
+    monkeypatch.setattr(label_neighbors, "SearchIndex", Counting)
+    idx, dist = pooled_other_neighbors(X, codes, k, method="exact")
+    np.testing.assert_array_equal(skipped[0], np.flatnonzero(np.bincount(codes)[codes] <= 60))
+    # the two large classes (20 = 10100₂, 21 = 10101₂) ask per bit, ⌈log₂ 23⌉ = 5: both
+    # sides of bit 0, the other side of each bit they share
+    assert len(built) == 6
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    D[codes[:, None] == codes[None, :]] = np.inf
+    ref = np.argsort(D, axis=1)[:, :k]
+    np.testing.assert_array_equal(np.sort(idx, axis=1), np.sort(ref, axis=1))
+    np.testing.assert_allclose(dist, np.take_along_axis(D, ref, axis=1), rtol=1e-12)
+    # the same lists as before this search: per bit for every class
+    monkeypatch.setattr(label_neighbors, "SKIP_OWN_UP_TO", 0)
+    idx0, dist0 = pooled_other_neighbors(X, codes, k, method="exact")
+    np.testing.assert_array_equal(idx0, idx)
+    np.testing.assert_array_equal(dist0, dist)
+
+
 def test_reused_standard_lists_give_the_same_balanced_p(rng):
     from ctsne.neighbors.search import nearest_neighbors
 

@@ -148,3 +148,48 @@ def test_tolerance_bounds_every_distance_by_the_true_kth(rng):
         np.testing.assert_allclose(d, true, rtol=1e-12)
     d0, i0 = tree.query(Q, 23, eps=0.0)
     np.testing.assert_array_equal(i0, exact_i)
+
+
+def _brute_skipping(X, codes, Q, qcodes, k):
+    """The k smallest (squared distance, index) pairs among points of another class;
+    index −1 and distance inf where fewer than k are."""
+    idx = np.full((len(Q), k), -1, dtype=np.int64)
+    dist = np.full((len(Q), k), np.inf)
+    for r, q in enumerate(Q):
+        d2 = np.zeros(len(X))
+        for j in range(X.shape[1]):
+            d2 = d2 + (X[:, j] - q[j]) ** 2
+        others = np.flatnonzero(codes != qcodes[r])
+        order = others[np.lexsort((others, d2[others]))][:k]
+        idx[r, :len(order)], dist[r, :len(order)] = order, np.sqrt(d2[order])
+    return idx, dist
+
+
+def test_queries_skipping_their_own_class_get_the_other_classes_lists(rng):
+    # clusters with their own class each (a query must walk past its class), classes
+    # spread at random, and one class of all but 20 points (its queries get empty slots)
+    X = np.vstack([rng.normal(size=(3000, 10)) + rng.normal(scale=4.0, size=(30, 10))[
+        np.arange(3000) % 30], rng.integers(0, 3, size=(600, 10)).astype(float)])  # ties
+    codes = np.r_[np.arange(3000) % 30, rng.integers(30, 60, 600)]
+    tree = BlockTree(X, codes=codes)
+    rows = tree.order
+    dist, idx = tree.query(X[rows], 40, self_rows=rows, skip_codes=codes[rows])
+    want_idx, want_dist = _brute_skipping(X, codes, X[rows], codes[rows], 40)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(dist, want_dist)
+    Q = np.vstack([rng.normal(size=(100, 10)), rng.normal(size=(10, 10)) + 40.0])
+    qcodes = rng.integers(0, 60, len(Q))
+    dist, idx = tree.query(Q, 25, skip_codes=qcodes)
+    want_idx, want_dist = _brute_skipping(X, codes, Q, qcodes, 25)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(dist, want_dist)
+    big = np.r_[np.zeros(len(X) - 20, dtype=np.int64), np.ones(20, dtype=np.int64)]
+    dist, idx = BlockTree(X, codes=big).query(X[:5], 30, skip_codes=big[:5])
+    want_idx, want_dist = _brute_skipping(X, big, X[:5], big[:5], 30)
+    assert (want_idx[:, 20:] == -1).all()
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(dist, want_dist)
+    with pytest.raises(ValueError, match="built with codes"):
+        BlockTree(X).query(Q, 5, skip_codes=qcodes)
+    with pytest.raises(ValueError, match="one class per query"):
+        tree.query(Q, 5, skip_codes=qcodes[:3])

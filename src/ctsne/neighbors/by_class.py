@@ -12,6 +12,11 @@ Three searches, each at most about one full kNN search in cost:
   nearest points of all other classes; each bit's lists merge into the running k
   nearest. 2⌈log₂ L⌉ indices over n/2 points each, not L searches.
 
+Where the fit's exact search is the block tree, points of classes up to
+:data:`SKIP_OWN_UP_TO` points find the pooled list in one search over all points that
+skips their own class (:meth:`ctsne.neighbors.kdtree.BlockTree.query`), exact and faster
+than the bits (measured there).
+
 Exact search (scikit-learn) or pynndescent as chosen by
 :func:`ctsne.neighbors.search.is_exact_search` for an index of that size. Where that is a
 Euclidean tree search, the other-class queries (per class and per bit), which lie far
@@ -63,6 +68,16 @@ BRUTE_UP_TO = 2_000
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
 # class's), instead of one search per bit.
 EXTRA_UP_TO = 2
+# Where the fit's exact search is the block tree, the points of classes of at most this
+# many points find their nearest points of all other classes in one exact search over all
+# points that skips each query's own class, instead of per bit. Such a query reads its
+# own class's points nearer than its k-th answer, so a large class lying apart reads most
+# of itself. benchmarks/bench_pooled.py (10-D, k = 91, 2026-11-29), bit searches /
+# skipping: classes of 20 shifted clusters (bench_balanced.py's data), 50k points in
+# classes of 100-5,000: 3.2-1.5×; 200k in classes of 400-20,000: 2.4-1.1×; each class one
+# blob far from the others (the worst case), classes of 1,000-10,000: 2.4-1.05×, of
+# 20,000: 0.71× (the bit lists' recall 0.81 there, 0.91-0.99 elsewhere).
+SKIP_OWN_UP_TO = 10_000
 # A class searched approximately still reuses the standard lists (see _reuse) when at
 # most this share of its rows lists points of other classes.
 REUSE_REST_UP_TO = 0.25
@@ -473,8 +488,12 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     sizes = np.bincount(codes)
     L = len(sizes)
     idx, dist = _empty(n, k)
-    small = sizes[codes] - 1 <= EXTRA_UP_TO * k
-    if small.any():
+    skip_own = (metric == "euclidean" and uses_block_tree(*X.shape)
+                and is_exact_search(*X.shape, method))
+    small = sizes[codes] <= (SKIP_OWN_UP_TO if skip_own else EXTRA_UP_TO * k + 1)
+    if small.any() and skip_own:
+        _skip_own_search(X, codes, k, np.flatnonzero(small), idx, dist)
+    elif small.any():
         _one_search(X, codes, k, np.flatnonzero(small), sizes, idx, dist,
                     (method, metric, random_state, n_jobs))
     large = np.flatnonzero(~small)
@@ -498,6 +517,24 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
                         np.ascontiguousarray(d, dtype=np.float64), codes64, b,
                         work=len(askers) * k)
     return idx, dist
+
+
+def _skip_own_search(X, codes, k, rows, idx, dist):
+    """Other-class lists of ``rows`` from one exact search over all points in which each
+    query skips its own class (:meth:`ctsne.neighbors.kdtree.BlockTree.query`)."""
+    from .kdtree import BlockTree
+
+    tree = BlockTree(X, codes=codes)
+    k_all = min(k, len(codes))
+    # asked in the tree's order, whole leaves at a time (the point itself, of its own
+    # class, is skipped with it)
+    rows = tree.order[np.isin(tree.order, rows)]
+    for start in range(0, len(rows), QUERY_CHUNK):
+        part = rows[start:start + QUERY_CHUNK]
+        d, i = tree.query(X[part], k_all, self_rows=part, skip_codes=codes[part])
+        empty = i < 0  # fewer than k points in other classes: empty slots
+        idx[part, :k_all] = np.where(empty, part[:, None], i)
+        dist[part, :k_all] = d
 
 
 def _one_search(X, codes, k, rows, sizes, idx, dist, search):

@@ -163,12 +163,14 @@ def _sift_down(hd, hi_, a, k, d, ident):
 
 @kernel(PARALLEL_FROM_WORK)
 def _search(blocks, left, right, lo, hi, leaf_of, counts, Xb, ids, Q, qorder, bstart, k, widen,
-            out_idx, out_dist):
+            slot_code, qcode, out_idx, out_dist):
     """The k nearest indexed points of each query; query block b is the queries
     ``qorder[bstart[b]:bstart[b + 1]]``, answered into their rows of the outputs. Boxes
-    count ``widen`` = (1 + eps)² times farther (1: exact)."""
+    count ``widen`` = (1 + eps)² times farther (1: exact). With ``qcode`` (one per query;
+    empty: no filter) a query skips the indexed points whose ``slot_code`` equals its own."""
     p = Q.shape[1]
     W = Xb.shape[2]
+    filtered = qcode.shape[0] > 0
     for b in numba.prange(blocks):
         q0, q1 = bstart[b], bstart[b + 1]
         m = q1 - q0
@@ -232,6 +234,11 @@ def _search(blocks, left, right, lo, hi, leaf_of, counts, Xb, ids, Q, qorder, bs
                         e0 = Xb[leaf, j, t] - x0
                         d[t] += e0 * e0
                     j += 1
+                if filtered:
+                    c = qcode[q]
+                    for t in range(W):
+                        if slot_code[leaf, t] == c:
+                            d[t] = np.inf
                 # most leaves improve no list: an integer count (which vectorises)
                 # decides before the scalar pass
                 worst = hd[a, 0]
@@ -284,7 +291,8 @@ class BlockTree:
         keep each call's blocks whole).
     """
 
-    def __init__(self, data: np.ndarray, leaf_size: int = LEAF_SIZE):
+    def __init__(self, data: np.ndarray, leaf_size: int = LEAF_SIZE,
+                 codes: np.ndarray | None = None):
         X = np.ascontiguousarray(data, dtype=np.float64)
         self.n, self.p = X.shape
         perm, start, stop, self.left, self.right, self.lo, self.hi = _build(X, int(leaf_size))
@@ -300,12 +308,17 @@ class BlockTree:
         Xb = np.where(valid[:, :, None], X[np.maximum(self.ids, 0)], 0.0)
         self.Xb = np.ascontiguousarray(Xb.transpose(0, 2, 1))
         self.order = perm.astype(np.int64)
+        # each slot's class (padding −1), for queries that skip their own class
+        self._slot_code = (np.zeros((0, 0), dtype=np.int64) if codes is None else
+                           np.where(valid, np.asarray(codes, dtype=np.int64)[
+                               np.maximum(self.ids, 0)], -1))
         # each indexed point's leaf: the blocks of a query of the points themselves
         self._leaf_of_point = np.empty(self.n, dtype=np.int64)
         self._leaf_of_point[self.order] = np.repeat(np.arange(len(leaves)), self.counts)
 
     def query(self, Q: np.ndarray, k: int, self_rows: np.ndarray | None = None,
-              eps: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+              eps: float = 0.0, skip_codes: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest indexed points to each row of ``Q``, nearest first.
 
         Parameters
@@ -325,6 +338,12 @@ class BlockTree:
             when (1 + eps) times its distance exceeds a query's current k-th distance, so
             every distance returned is within a factor 1 + eps of the true k-th nearest.
             0 (default): exact.
+        skip_codes : ndarray of int (m,), optional
+            Each query's class: it is answered from the indexed points of other classes
+            only (the tree built with ``codes``). Each query reads the points of its own
+            class nearer than its k-th answer before skipping them, so the search costs
+            about that of k + (those points) neighbours. A query with fewer than k points
+            of other classes gets index −1 and distance ``inf`` in the rest.
 
         Returns
         -------
@@ -337,6 +356,15 @@ class BlockTree:
             raise ValueError(f"k must lie in 1..{self.n}, got {k}")
         if m == 0:
             return np.empty((0, k)), np.empty((0, k), dtype=np.int64)
+        if skip_codes is None:
+            qcode = np.zeros(0, dtype=np.int64)
+        elif self._slot_code.size == 0:
+            raise ValueError("skip_codes needs a tree built with codes")
+        else:
+            qcode = np.ascontiguousarray(skip_codes, dtype=np.int64)
+            if qcode.shape != (m,):
+                raise ValueError(f"skip_codes must hold one class per query ({m}), "
+                                 f"got shape {qcode.shape}")
         if self_rows is not None:
             # consecutive queries from one leaf form a block
             key = self._leaf_of_point[np.asarray(self_rows)]
@@ -354,5 +382,6 @@ class BlockTree:
         out_dist = np.empty((m, k))
         _search(len(bstart) - 1, self.left, self.right, self.lo, self.hi, self.leaf_of,
                 self.counts, self.Xb, self.ids, Q, qorder.astype(np.int64), bstart, k,
-                (1.0 + float(eps)) ** 2, out_idx, out_dist, work=float(m) * k)
+                (1.0 + float(eps)) ** 2, self._slot_code, qcode, out_idx, out_dist,
+                work=float(m) * k)
         return out_dist, out_idx

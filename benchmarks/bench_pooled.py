@@ -1,0 +1,86 @@
+"""Pooled other-class lists: one search skipping the own class, against bit searches.
+
+    flock /tmp/ctsne-bench.lock python benchmarks/bench_pooled.py --n 50000 200000 \
+        --classes 500 100 50 20 10
+
+With more than ``PER_CLASS_UP_TO + 1`` classes the balanced P pools each point's other
+classes into one list of k. Where the fit's exact search is the block tree (8-15
+features), points of classes up to ``ctsne.neighbors.by_class.SKIP_OWN_UP_TO`` find it in
+one search over all points that skips their own class; larger classes search per bit of
+their class code (2⌈log₂ L⌉ far searches, through representatives above
+``REPS_FROM_PAIRS``). This times both for every class size on the data of
+``bench_balanced.py`` (classes shifted apart: the worst case for skipping, whose queries
+read their own class's points nearer than the k-th answer), given the own-class lists as
+the balanced P gives them, and the recall of the bit searches' lists against the skipping
+search's exact ones. Appends JSON lines to ``benchmarks/results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+from bench_balanced import separated_data
+
+from ctsne.neighbors import by_class
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[50_000, 200_000])
+    ap.add_argument("--classes", type=int, nargs="+", default=[500, 100, 50, 20, 10])
+    ap.add_argument("--dims", type=int, default=10)
+    ap.add_argument("--k", type=int, default=91)
+    ap.add_argument("--blobs", action="store_true",
+                    help="each class one Gaussian blob apart from the others (the worst "
+                         "case for skipping: a query reads its whole class)")
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args()
+    Xw, cw = separated_data(30_000, 40, args.dims, np.random.default_rng(1))
+    for up_to in (np.inf, 0):  # compile both paths outside the timings
+        by_class.SKIP_OWN_UP_TO = up_to
+        by_class.pooled_other_neighbors(Xw, cw, args.k)
+    for n in args.n:
+        for L in args.classes:
+            rng = np.random.default_rng(0)
+            if args.blobs:
+                codes = rng.integers(0, L, n)
+                X = rng.normal(scale=8.0, size=(L, args.dims))[codes] + rng.normal(
+                    size=(n, args.dims))
+            else:
+                X, codes = separated_data(n, L, args.dims, rng)
+            own, _ = by_class.own_class_neighbors(X, codes, args.k)
+            load_before = os.getloadavg()[0]
+            out = {}
+            for name, up_to in (("skip_own", np.inf), ("bits", 0)):
+                by_class.SKIP_OWN_UP_TO = up_to
+                t0 = time.perf_counter()
+                idx, dist = by_class.pooled_other_neighbors(X, codes, args.k, own_idx=own)
+                out[name] = (time.perf_counter() - t0, idx, dist)
+            exact = out["skip_own"][1]
+            recall = np.mean([len(np.intersect1d(a, b)) for a, b in
+                              zip(exact[::97], out["bits"][1][::97], strict=True)]) / args.k
+            row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+                   "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                   "load_1min_before": load_before,
+                   "case": f"pooled-lists-{n}" + ("-blobs" if args.blobs else ""),
+                   "classes": L, "class_size": n // L, "dims": args.dims, "k": args.k,
+                   "skip_own_s": out["skip_own"][0], "bits_s": out["bits"][0],
+                   "bits_over_skip_own": out["bits"][0] / out["skip_own"][0],
+                   "bits_recall": float(recall)}
+            print(json.dumps(row), flush=True)
+            if not args.no_record:
+                with open(HERE / "results.jsonl", "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
