@@ -180,6 +180,29 @@ def test_pooled_lists_skip_the_own_class_in_one_block_tree_search(rng, monkeypat
     np.testing.assert_array_equal(dist0, dist)
 
 
+def test_skipping_search_leaves_empty_slots_and_needs_many_classes(rng, monkeypatch):
+    monkeypatch.setattr(search, "BLOCK_TREE_FROM", 1000)
+    codes = np.r_[np.zeros(1300, dtype=np.int64), np.arange(1, 9)]  # 9 classes, 4 bits
+    X = rng.normal(size=(len(codes), 10))
+    calls = []
+    real = label_neighbors._skip_own_search
+    monkeypatch.setattr(label_neighbors, "_skip_own_search",
+                        lambda *a: calls.append(1) or real(*a))
+    idx, dist = pooled_other_neighbors(X, codes, 20, method="exact")
+    assert calls == [1]
+    big = np.arange(1300)
+    # a point of the large class has 8 points elsewhere: those, nearest first, then
+    # empty slots (the point itself, inf)
+    D = np.sqrt(((X[big, None] - X[None, 1300:]) ** 2).sum(-1))
+    np.testing.assert_array_equal(idx[big, :8], 1300 + np.argsort(D, axis=1, kind="stable"))
+    np.testing.assert_allclose(dist[big, :8], np.sort(D, axis=1), rtol=1e-12)
+    np.testing.assert_array_equal(idx[big, 8:], np.repeat(big[:, None], 12, axis=1))
+    assert np.isinf(dist[big, 8:]).all()
+    # two classes (revised ct-SNE's pooled list): per bit, not skipping (one far search)
+    pooled_other_neighbors(X, (codes > 0).astype(np.int64), 20, method="exact")
+    assert calls == [1]
+
+
 def test_reused_standard_lists_give_the_same_balanced_p(rng):
     from ctsne.neighbors.search import nearest_neighbors
 

@@ -189,6 +189,19 @@ def test_queries_skipping_their_own_class_get_the_other_classes_lists(rng):
     assert (want_idx[:, 20:] == -1).all()
     np.testing.assert_array_equal(idx, want_idx)
     np.testing.assert_array_equal(dist, want_dist)
+    # the parallel variant gives the same lists
+    from ctsne.neighbors import kdtree
+
+    old = kdtree._search.min_work
+    try:
+        kdtree._search.min_work = 0
+        d_par, i_par = tree.query(X[rows], 40, self_rows=rows, skip_codes=codes[rows])
+    finally:
+        kdtree._search.min_work = old
+    want_idx, _ = _brute_skipping(X, codes, X[rows], codes[rows], 40)
+    np.testing.assert_array_equal(i_par, want_idx)
+    with pytest.raises(ValueError, match="one class per point"):
+        BlockTree(X, codes=codes[:-1])
     with pytest.raises(ValueError, match="built with codes"):
         BlockTree(X).query(Q, 5, skip_codes=qcodes)
     with pytest.raises(ValueError, match="one class per query"):

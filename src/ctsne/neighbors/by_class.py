@@ -78,6 +78,11 @@ EXTRA_UP_TO = 2
 # blob far from the others (the worst case), classes of 1,000-10,000: 2.4-1.05×, of
 # 20,000: 0.71× (the bit lists' recall 0.81 there, 0.91-0.99 elsewhere).
 SKIP_OWN_UP_TO = 10_000
+# ... and only with at least this many class bits (9 classes or more): with fewer, the
+# bit searches are few (revised ct-SNE pools two classes in one far search) and a class
+# lying apart costs the skipping search more (20,000 points in two classes of 10,000,
+# k = 91: 1.73 s against 0.84 s by bits). Measured from 10 classes (bench_pooled.py).
+SKIP_OWN_FROM_BITS = 4
 # A class searched approximately still reuses the standard lists (see _reuse) when at
 # most this share of its rows lists points of other classes.
 REUSE_REST_UP_TO = 0.25
@@ -474,6 +479,12 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
                            random_state=None, n_jobs=None, own_idx=None, far_search="scan"):
     """Each point's ``k`` nearest points among all other classes, by ⌈log₂ L⌉ bit splits.
 
+    Points of small classes search all points at once instead: with the block tree (and
+    at least :data:`SKIP_OWN_FROM_BITS` class bits) classes up to :data:`SKIP_OWN_UP_TO`
+    points skip their own class in one exact search; otherwise classes of at most
+    ``EXTRA_UP_TO·k + 1`` points search k + n_c neighbours. ``own_idx`` and
+    ``far_search`` concern the bit searches only.
+
     ``own_idx`` as in :func:`other_class_neighbors`: large bit searches then ask
     representatives only (a point's own class shares its bits, so its own-class
     neighbours ask the same index). ``far_search`` as in :func:`other_class_neighbors`,
@@ -489,7 +500,7 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     L = len(sizes)
     idx, dist = _empty(n, k)
     skip_own = (metric == "euclidean" and uses_block_tree(*X.shape)
-                and is_exact_search(*X.shape, method))
+                and is_exact_search(*X.shape, method) and class_bits(L) >= SKIP_OWN_FROM_BITS)
     small = sizes[codes] <= (SKIP_OWN_UP_TO if skip_own else EXTRA_UP_TO * k + 1)
     if small.any() and skip_own:
         _skip_own_search(X, codes, k, np.flatnonzero(small), idx, dist)

@@ -283,6 +283,10 @@ class BlockTree:
     ----------
     data : ndarray (n, p)
         Finite; searched in float64.
+    leaf_size : int
+        Most points per leaf (:data:`LEAF_SIZE`).
+    codes : ndarray of int (n,), optional
+        Each point's class, for queries that skip their own (``query(skip_codes=…)``).
 
     Attributes
     ----------
@@ -309,6 +313,9 @@ class BlockTree:
         self.Xb = np.ascontiguousarray(Xb.transpose(0, 2, 1))
         self.order = perm.astype(np.int64)
         # each slot's class (padding −1), for queries that skip their own class
+        if codes is not None and np.shape(codes) != (self.n,):
+            raise ValueError(f"codes must hold one class per point ({self.n}), "
+                             f"got shape {np.shape(codes)}")
         self._slot_code = (np.zeros((0, 0), dtype=np.int64) if codes is None else
                            np.where(valid, np.asarray(codes, dtype=np.int64)[
                                np.maximum(self.ids, 0)], -1))
