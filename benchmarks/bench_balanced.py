@@ -45,6 +45,21 @@ def separated_data(n: int, classes: int, dims: int, rng: np.random.Generator):
     return X, codes
 
 
+def run_meta(load_before: float) -> dict:
+    """The fields every recorded row starts with: date, machine, Python, load before."""
+    return {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "load_1min_before": load_before}
+
+
+def record(row: dict, save: bool) -> None:
+    """Print ``row`` as a JSON line and, with ``save``, append it to results.jsonl."""
+    print(json.dumps(row), flush=True)
+    if save:
+        with open(HERE / "results.jsonl", "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -84,16 +99,11 @@ def main() -> None:
                     X, args.perplexity, mixed, "auto"))  # noqa: B023
                 pairs.append((t_std, t_auto))
             ratios = sorted(a / s for s, a in pairs)
-            row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
-                   "cpu_count": os.cpu_count(), "python": platform.python_version(),
-                   "load_1min_before": load_before, "case": f"auto-keeps-standard-{n}",
+            row = {**run_meta(load_before), "case": f"auto-keeps-standard-{n}",
                    "auto_mode": got.mode, "standard_s": [s for s, _ in pairs],
                    "auto_s": [a for _, a in pairs],
                    "median_auto_over_standard": ratios[len(ratios) // 2]}
-            print(json.dumps(row), flush=True)
-            if not args.no_record:
-                with open(HERE / "results.jsonl", "a") as fh:
-                    fh.write(json.dumps(row) + "\n")
+            record(row, not args.no_record)
         for L in args.classes:
             X, codes = separated_data(n, L, args.dims, rng)
             load_before = os.getloadavg()[0]
@@ -118,10 +128,8 @@ def main() -> None:
                     X, codes, args.perplexity, far_search="tree"))  # noqa: B023
                 extra = {"balanced_trees_s": t_tree, "trees_over_standard": t_tree / t_std,
                          "max_abs_diff_P_trees": float(abs(P_bal - P_tree).max())}
-            row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
-                   "cpu_count": os.cpu_count(), "python": platform.python_version(),
-                   "load_1min_before": load_before,
-                   "case": f"balanced-P-{n}", "classes": L, "dims": args.dims,
+            row = {**run_meta(load_before), "case": f"balanced-P-{n}", "classes": L,
+                   "dims": args.dims,
                    "standard_s": t_std, "balanced_s": t_bal, "auto_s": t_auto,
                    "auto_mode": got.mode,
                    "standard_cross": got.standard_mixing.cross if got.standard_mixing
@@ -129,10 +137,7 @@ def main() -> None:
                    "balanced_over_standard": t_bal / t_std,
                    "auto_over_standard": t_auto / t_std,
                    "rounds_s": [list(r) for r in rounds], **median_ratio, **extra}
-            print(json.dumps(row), flush=True)
-            if not args.no_record:
-                with open(HERE / "results.jsonl", "a") as fh:
-                    fh.write(json.dumps(row) + "\n")
+            record(row, not args.no_record)
 
 
 if __name__ == "__main__":

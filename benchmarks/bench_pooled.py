@@ -18,19 +18,13 @@ search's exact ones. Appends JSON lines to ``benchmarks/results.jsonl``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
-from bench_balanced import separated_data
+from bench_balanced import record, run_meta, separated_data
 
 from ctsne.neighbors import by_class
-
-HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
@@ -68,18 +62,13 @@ def main() -> None:
             exact = out["skip_own"][1]
             recall = np.mean([len(np.intersect1d(a, b)) for a, b in
                               zip(exact[::97], out["bits"][1][::97], strict=True)]) / args.k
-            row = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
-                   "cpu_count": os.cpu_count(), "python": platform.python_version(),
-                   "load_1min_before": load_before,
+            row = {**run_meta(load_before),
                    "case": f"pooled-lists-{n}" + ("-blobs" if args.blobs else ""),
                    "classes": L, "class_size": n // L, "dims": args.dims, "k": args.k,
                    "skip_own_s": out["skip_own"][0], "bits_s": out["bits"][0],
                    "bits_over_skip_own": out["bits"][0] / out["skip_own"][0],
                    "bits_recall": float(recall)}
-            print(json.dumps(row), flush=True)
-            if not args.no_record:
-                with open(HERE / "results.jsonl", "a") as fh:
-                    fh.write(json.dumps(row) + "\n")
+            record(row, not args.no_record)
 
 
 if __name__ == "__main__":

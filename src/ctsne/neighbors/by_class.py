@@ -539,7 +539,9 @@ def _skip_own_search(X, codes, k, rows, idx, dist):
     k_all = min(k, len(codes))
     # asked in the tree's order, whole leaves at a time (the point itself, of its own
     # class, is skipped with it)
-    rows = tree.order[np.isin(tree.order, rows)]
+    asked = np.zeros(len(codes), dtype=bool)
+    asked[rows] = True
+    rows = tree.order[asked[tree.order]]
     for start in range(0, len(rows), QUERY_CHUNK):
         part = rows[start:start + QUERY_CHUNK]
         d, i = tree.query(X[part], k_all, self_rows=part, skip_codes=codes[part])
