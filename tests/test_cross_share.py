@@ -191,3 +191,45 @@ def test_the_fitted_model_and_verbose_state_the_choice(rng, capsys):
     np.testing.assert_allclose(given.prior_mixing_.cross_share.class_share, 0.3)
     assert given.prior_mixing_.cross == pytest.approx(0.3, rel=1e-9)
 
+
+
+@pytest.mark.parametrize("dims", [3, 20])  # the block tree, the Gram blocks
+def test_pooled_lists_are_each_points_nearest_of_other_classes(dims, rng):
+    from ctsne.affinities.cross_share import _pooled_lists
+
+    # integer coordinates: every distance exact in any summation order, and many ties,
+    # which both paths break by index
+    owner = np.repeat(np.arange(9), rng.integers(5, 40, 9))
+    pooled = rng.integers(-3, 4, size=(len(owner), dims)).astype(float)
+    got = _pooled_lists(pooled, owner, 6)
+    d2 = ((pooled[:, None, :] - pooled[None, :, :]) ** 2).sum(-1)
+    d2[owner[:, None] == owner[None, :]] = np.inf
+    want = np.argsort(d2, axis=1, kind="stable")[:, :6]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_switch_expected_by_hand():
+    from ctsne.affinities.cross_share import switch_expected
+
+    trusted, untrusted = (None, 0.9, 0.5, 0.45), (None, 0.5, 0.5, 0.25)
+    low, high = np.full(10, 0.3), np.full(10, 0.5)
+    assert switch_expected(low, low, trusted)  # 0.3 < 0.5 · 0.9
+    assert not switch_expected(high, high, trusted)  # 0.5 ≥ 0.45
+    assert not switch_expected(low, low, untrusted)
+    separated = np.full(10, 0.04)
+    assert switch_expected(separated, separated, untrusted)
+    assert not switch_expected(separated, np.full(10, 0.3), untrusted)  # ratio ≥ 0.25
+
+
+def test_sampled_rows_are_the_standard_p_rows(rng):
+    from ctsne.affinities.mixing import sampled_rows
+
+    codes = np.repeat(np.arange(6), 50)
+    X = rng.normal(size=(300, 4)) + 1.5 * rng.normal(size=(6, 4))[codes]
+    share, ratio = sampled_rows(X, codes, 8.0, sample=40, seed=3)
+    rows = np.sort(np.random.default_rng(3).choice(300, 40, replace=False))
+    table = standard_conditional(X, 8.0, neighbors="exact")
+    want = point_cross_ratio(table.idx, table.cond, codes)[rows]
+    np.testing.assert_allclose(ratio, want, rtol=1e-12, atol=1e-15)
+    expected = 1.0 - 49 / 299
+    np.testing.assert_allclose(share, want * expected, rtol=1e-12, atol=1e-15)

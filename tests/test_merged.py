@@ -141,3 +141,114 @@ def test_a_merge_handed_back_searches_the_standard_lists_once(rng, monkeypatch,
     lists = balanced_lists(X, codes, 10.0, neighbors="exact")
     want = balanced_from_lists(lists, 1.0 - got.cross_share.class_share, 10.0)
     assert abs(got.P - want).max() == 0.0
+
+
+# ---- many classes, the block tree: the standard lists merged exactly ----------------------
+
+def _many_classes(rng, classes=12, size=150, dims=9, shift=6.0):
+    """Four clusters repeated in every class, each class shifted: ``classes`` × ``size``
+    points, and exact duplicates across and within classes (ties broken by index)."""
+    codes = np.repeat(np.arange(classes), size)
+    centres = rng.normal(scale=4.0, size=(4, dims))
+    X = (centres[rng.integers(0, 4, len(codes))] + shift * rng.normal(size=(classes, dims))[codes]
+         + rng.normal(size=(len(codes), dims)))
+    X[[5, 6, 400]] = X[[size + 7, 7, 401]]  # copies in another class and in the own class
+    return X, codes
+
+
+_COPIES = pytest.mark.filterwarnings("ignore:.*exact duplicate")  # the copies are the point
+
+
+@pytest.fixture
+def small_block_tree(monkeypatch):
+    """The block tree from 500 points, so that small data take the many-class path."""
+    monkeypatch.setattr(search, "BLOCK_TREE_FROM", 500)
+
+
+@_COPIES
+def test_exactly_merged_lists_are_the_standard_search_lists(rng, small_block_tree):
+    from ctsne.neighbors.by_class import pooled_other_neighbors
+    from ctsne.neighbors.own_first import class_tree_lists
+
+    X, codes = _many_classes(rng)
+    k = 30
+    assert merged.exact_merge(X.shape, codes)
+    own_idx, own_dist = class_tree_lists(X, codes, k)
+    other_idx, other_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx)
+    idx, dist = merged.exact_merged_lists(own_idx, own_dist, other_idx, other_dist, k)
+    want_idx, want_dist = search.nearest_neighbors(X, k)
+    np.testing.assert_array_equal(idx, want_idx)  # the same code: same lists, same ties
+    np.testing.assert_array_equal(dist, want_dist)
+    ref_idx, ref_dist = _dense_lists(X, k)  # and an independent reference
+    np.testing.assert_allclose(dist, ref_dist, rtol=1e-12)
+    same = np.all(np.sort(idx, axis=1) == np.sort(ref_idx, axis=1), axis=1)
+    assert same.mean() > 0.99  # the rest differ only at a tie with the k-th (copies)
+
+
+@_COPIES
+def test_exact_merge_needs_the_skipping_search_and_small_classes(rng, small_block_tree,
+                                                                  monkeypatch):
+    X, codes = _many_classes(rng)
+    assert merged.exact_merge(X.shape, codes)
+    assert not merged.exact_merge(X.shape, codes % 5)  # 5 classes: the bit searches
+    assert not merged.exact_merge((X.shape[0], 20), codes)  # no block tree in 20 features
+    assert not merged.exact_merge(X.shape, codes, metric="cosine")
+    from ctsne.neighbors import by_class
+    monkeypatch.setattr(by_class, "SKIP_OWN_UP_TO", 100)  # classes of 150: by bits
+    monkeypatch.setattr(merged, "SKIP_OWN_UP_TO", 100)
+    assert not merged.exact_merge(X.shape, codes)
+
+
+def _spy(monkeypatch, module, name):
+    calls = []
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        calls.append(name)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+@_COPIES
+def test_auto_with_the_balanced_lists_first_gives_the_p_it_chose_before(rng, small_block_tree,
+                                                                         monkeypatch):
+    X, codes = _many_classes(rng)
+    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    searches = _spy(monkeypatch, modes, "standard_conditional")
+    got = modes.input_affinities(X, 10.0, codes, "auto")
+    assert got.mode == "balanced" and merges == ["exact_merged_lists"]
+    # the standard-first order: the standard search, then the balanced lists
+    monkeypatch.setattr(modes, "exact_merge", lambda *a, **kw: False)
+    want = modes.input_affinities(X, 10.0, codes, "auto")
+    assert want.mode == "balanced" and len(searches) == 2
+    assert abs(got.P - want.P).max() == 0.0
+    np.testing.assert_array_equal(got.cross_share.class_share, want.cross_share.class_share)
+    np.testing.assert_array_equal(got.standard_mixing.class_cross,
+                                  want.standard_mixing.class_cross)
+
+
+@_COPIES
+def test_a_wrong_guess_keeps_the_standard_p_bit_for_bit(rng, small_block_tree, monkeypatch):
+    X, codes = _many_classes(rng)
+    codes = rng.permutation(codes)  # labels unrelated to the data: the standard P is kept
+    monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)  # past the probe's gate
+    monkeypatch.setattr(modes, "switch_expected", lambda *a: True)
+    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    got = modes.input_affinities(X, 10.0, codes, "auto")
+    assert merges and got.mode == "standard"
+    assert abs(got.P - joint_affinities(X, 10.0)).max() == 0.0
+    table = standard_conditional(X, 10.0)
+    np.testing.assert_array_equal(got.mixing.class_cross,
+                                  table_mixing(table.idx, table.cond, codes).class_cross)
+
+
+@_COPIES
+def test_unrelated_labels_go_standard_first_without_the_trust(rng, small_block_tree,
+                                                             monkeypatch):
+    X, codes = _many_classes(rng)
+    codes = rng.permutation(codes)
+    trusts = _spy(monkeypatch, modes, "counterpart_trust")
+    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    got = modes.input_affinities(X, 10.0, codes, "auto")
+    assert got.mode == "standard" and not merges and not trusts

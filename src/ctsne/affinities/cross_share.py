@@ -54,13 +54,15 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
+from ..neighbors.kdtree import BlockTree
+from ..neighbors.search import TREE_DIMS
 from .balanced import PER_CLASS_UP_TO
 from .calibration import PARALLEL_FROM_ENTRIES  # one threshold for all (n, k)-like passes
-from .mixing import PriorMixing
+from .mixing import SEPARATED_CROSS_BELOW, SEPARATED_RATIO_BELOW, PriorMixing
 
 __all__ = ["K_MUTUAL", "MIN_SHARE", "POINT_RATIO_ABOVE", "SHARE_OF_RANDOM",
            "TRUST_FROM", "TRUST_SAMPLE", "CrossShare", "already_mixed", "choose_cross_share",
-           "counterpart_trust", "pulled_share"]
+           "counterpart_trust", "pulled_share", "switch_expected"]
 
 # Neighbours per point in the mutual-pair test.
 K_MUTUAL = 10
@@ -70,6 +72,8 @@ TRUST_SAMPLE = 1000
 POOLED_SAMPLE = 20_000
 # Query rows per distance block of the exact search.
 _ROWS = 500
+# Rows per Gram block of the pooled search.
+_POOLED_ROWS = 128
 # Overall trust from which the balanced P is used wherever the standard P falls short of
 # the target. Measured (k = 10; experiments/integration.py data and the paper's examples):
 # copies 0.82-0.99 (three simulated donors on pbmc68k_reduced 0.88-0.95; digits through a
@@ -98,6 +102,23 @@ SHARE_OF_RANDOM = 0.5
 MIN_SHARE = 0.05
 
 
+@numba.njit(cache=True)
+def _insert(best, out_row, v, j):
+    """Put column ``j`` of value ``v`` into a row's sorted k smallest (``best`` ascending,
+    ``out_row`` their columns) if it belongs there; an equal value stays behind the
+    earlier columns, so ties keep column order."""
+    k = best.shape[0]
+    if not v < best[k - 1]:
+        return
+    pos = k - 1
+    while pos > 0 and best[pos - 1] > v:
+        best[pos] = best[pos - 1]
+        out_row[pos] = out_row[pos - 1]
+        pos -= 1
+    best[pos] = v
+    out_row[pos] = j
+
+
 @kernel(PARALLEL_FROM_ENTRIES)
 def _smallest(d2, k, skip, out):
     # each row's k smallest columns (a sorted insertion: most entries fail the first test,
@@ -111,17 +132,34 @@ def _smallest(d2, k, skip, out):
         for a in range(k):
             best[a] = np.inf
             out[i, a] = 0
+        row = out[i]
         for j in range(m):
             v = d2[i, j]
-            if (skip and j == i) or not v < best[k - 1]:
-                continue
-            pos = k - 1
-            while pos > 0 and best[pos - 1] > v:
-                best[pos] = best[pos - 1]
-                out[i, pos] = out[i, pos - 1]
-                pos -= 1
-            best[pos] = v
-            out[i, pos] = j
+            if v < best[k - 1] and not (skip and j == i):
+                _insert(best, row, v, j)
+
+
+@kernel(PARALLEL_FROM_ENTRIES)
+def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out):
+    # _smallest of the squared distances (row_norm[i] + col_norm[j]) − 2·gram[i, j], the
+    # expression of _squared_distances, over the columns outside own_lo[i]:own_hi[i] (the
+    # row's own class, whose points are consecutive): read once from the Gram matrix
+    # instead of writing and reading three full temporaries
+    n, m = gram.shape
+    for i in numba.prange(n):
+        best = np.empty(k)
+        for a in range(k):
+            best[a] = np.inf
+            out[i, a] = 0
+        row, norm = out[i], row_norm[i]
+        for j in range(own_lo[i]):
+            v = (norm + col_norm[j]) - 2.0 * gram[i, j]
+            if v < best[k - 1]:
+                _insert(best, row, v, j)
+        for j in range(own_hi[i], m):
+            v = (norm + col_norm[j]) - 2.0 * gram[i, j]
+            if v < best[k - 1]:
+                _insert(best, row, v, j)
 
 
 def _squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -159,6 +197,41 @@ def _knn_both(A: np.ndarray, B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
         return _knn_sets(A, B, k, False), _knn_sets(B, A, k, False)
     d2 = _squared_distances(A, B)
     return _nearest(d2, min(k, len(B)), False), _nearest(d2.T, min(k, len(A)), False)
+
+
+def _pooled_lists(pooled: np.ndarray, owner: np.ndarray, k: int) -> np.ndarray:
+    """Each pooled point's ``k`` nearest pooled points of other classes (``owner``,
+    ascending: each class's points consecutive), exact, ties in index order.
+
+    In at most ``TREE_DIMS`` features one block-tree search that skips each point's own
+    class (:meth:`ctsne.neighbors.kdtree.BlockTree.query`; 500 classes of 40 points in
+    10 features: ~0.05 s); otherwise the Gram matrix in blocks of :data:`_POOLED_ROWS`
+    rows (~0.6 s there). Either is each class searched against the others' points alone,
+    as :func:`_knn_sets` does, without a copy of the others per class (1.2 s before).
+    The tree sums each distance feature by feature, the Gram matrix expands
+    ‖x‖² + ‖y‖² − 2x·y: lists can differ only between neighbours within rounding of
+    each other."""
+    out = np.empty((len(pooled), max(k, 0)), dtype=np.int64)
+    if k <= 0:
+        return out
+    if pooled.shape[1] <= TREE_DIMS:
+        tree = BlockTree(pooled, codes=owner)
+        rows = tree.order
+        _, out[rows] = tree.query(pooled[rows], k, self_rows=rows, skip_codes=owner[rows])
+        return out
+    norm = np.einsum("ij,ij->i", pooled, pooled)
+    bounds = np.searchsorted(owner, np.arange(owner[-1] + 2))
+    own_lo, own_hi = bounds[owner], bounds[owner + 1]  # each point's class: these columns
+    # one Gram block, reused: small enough to stay in the cache between the product
+    # and the selection (0.6 s in blocks of 128 rows above, 1.1 s in fresh blocks of 500)
+    gram = np.empty((min(_POOLED_ROWS, len(pooled)), len(pooled)))
+    for start in range(0, len(pooled), _POOLED_ROWS):
+        stop = min(len(pooled), start + _POOLED_ROWS)
+        block = gram[:stop - start]
+        np.matmul(pooled[start:stop], pooled.T, out=block)
+        _smallest_apart(block, norm[start:stop], norm, own_lo[start:stop], own_hi[start:stop],
+                        k, out[start:stop], work=block.size)
+    return out
 
 
 def _mutual_fraction(ab: np.ndarray, ba: np.ndarray) -> float:
@@ -231,8 +304,7 @@ def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
         sizes = np.array([len(Z) for Z in parts])
         pooled = np.vstack(parts)
         owner = np.repeat(np.arange(L), sizes)
-        lists = np.vstack([np.flatnonzero(owner != a)[
-            _knn_sets(parts[a], pooled[owner != a], k, False)] for a in range(L)])
+        lists = _pooled_lists(pooled, owner, min(k, len(pooled) - int(sizes.max())))
         # pooled point p's neighbour q is mutual when p is among q's neighbours
         hits = (lists[lists] == np.arange(len(pooled))[:, None, None]).any(axis=2)
         cross = np.bincount(owner, weights=hits.mean(axis=1), minlength=L) / sizes
@@ -300,6 +372,22 @@ def pulled_share(point_ratio: np.ndarray) -> float:
     """Share of the points whose standard row pulls them to other classes
     (``r_i >`` :data:`POINT_RATIO_ABOVE`; :func:`ctsne.affinities.mixing.point_cross_ratio`)."""
     return float(np.mean(np.asarray(point_ratio) > POINT_RATIO_ABOVE))
+
+
+def switch_expected(share: np.ndarray, point_ratio: np.ndarray, trust) -> bool:
+    """Whether :func:`choose_cross_share` is expected to switch to the balanced P, from a
+    sample of the standard P's rows (:func:`ctsne.affinities.mixing.sampled_rows`: their
+    cross-class shares and ratios) and the counterpart trust: the counterparts are
+    trusted (τ ≥ :data:`TRUST_FROM`) and the rows' mean ratio lies below the mean target,
+    :data:`SHARE_OF_RANDOM`·τ (classes then fall short of it); or the rows' means lie
+    below both thresholds of :attr:`ctsne.affinities.mixing.PriorMixing.separates`. It
+    only orders the work of "auto" (:mod:`ctsne.affinities.modes`): the choice itself is
+    made from the whole P."""
+    tau = trust[1]
+    ratio = float(np.mean(point_ratio))
+    separates = (float(np.mean(share)) < SEPARATED_CROSS_BELOW
+                 and ratio < SEPARATED_RATIO_BELOW)
+    return bool((tau >= TRUST_FROM and ratio < SHARE_OF_RANDOM * tau) or separates)
 
 
 def already_mixed(standard: PriorMixing, point_ratio: np.ndarray) -> CrossShare | None:

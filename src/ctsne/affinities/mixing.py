@@ -17,9 +17,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import kernel
+from ..neighbors.brute import brute_knn
+from ..neighbors.search import drop_self
+from .calibration import calibrate
+from .options import n_neighbors_for
 
-__all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "labelled_mixing",
-           "labelled_table", "point_cross_ratio", "prior_mixing", "table_mixing"]
+__all__ = ["PROBE_SAMPLE", "PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
+           "labelled_mixing", "labelled_table", "point_cross_ratio", "prior_mixing",
+           "sampled_rows", "table_mixing"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
 # across classes (a point's counterparts then get too small a share of its attraction to
@@ -35,6 +40,9 @@ __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW", "lab
 # The ratio alone cannot tell digits (0.074, works) from the two-source set (~0.07, fails).
 SEPARATED_CROSS_BELOW = 0.05
 SEPARATED_RATIO_BELOW = 0.25
+# Points whose standard rows :func:`sampled_rows` computes: the mean ratio of 300
+# rows (each between 0 and about 1) has a standard error of at most ~0.03.
+PROBE_SAMPLE = 300
 
 
 @dataclass
@@ -263,3 +271,44 @@ def point_cross_ratio(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> n
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(total > 0, across / np.where(total > 0, total, 1.0), 0.0)
         return np.where(e > 0, share / np.where(e > 0, e, 1.0), 1.0)
+
+
+def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
+                 sample: int = PROBE_SAMPLE, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The cross-class share of ``sample`` points' rows of the standard P, without it.
+
+    Each sampled point's k nearest points come from an exact Euclidean scan of all points
+    (:func:`ctsne.neighbors.brute.brute_knn`: the block tree's distances and tie order,
+    so its row is the standard P's row), calibrated to ``perplexity``. 300 points against
+    200,000 in 10 features take ~0.2 s. A fixed seed: the sample is a property of the
+    data, not of a run.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+        Euclidean data.
+    codes : ndarray of int (n,)
+    perplexity : float
+    sample, seed : int
+
+    Returns
+    -------
+    share : ndarray (sample,)
+        Each sampled row's conditional mass on other classes.
+    ratio : ndarray (sample,)
+        The same over the row's random level (:func:`point_cross_ratio`).
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    n = len(codes)
+    k = n_neighbors_for(perplexity, n)
+    rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
+    i, d = brute_knn(X, X[rows], k + 1)
+    i, d = drop_self(i, d, rows, k)
+    cond = calibrate(np.ascontiguousarray(d), perplexity)
+    sizes = np.bincount(codes)
+    expected = (1.0 - (sizes - 1) / max(n - 1, 1))[codes[rows]]
+    total = cond.sum(axis=1)
+    across = np.where(codes[i] != codes[rows][:, None], cond, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total > 0, across / np.where(total > 0, total, 1.0), 0.0)
+        return share, np.where(expected > 0, share / np.where(expected > 0, expected, 1.0), 1.0)

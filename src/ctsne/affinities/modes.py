@@ -7,7 +7,9 @@ and other-class neighbours (reusing the standard lists that are already all own-
 above :data:`ctsne.neighbors.own_first.OWN_FIRST_FROM` points, where the standard search
 would be approximate and a probe finds the classes apart, the other way round: exact
 standard lists from the own-class searches; in many features, where it would be
-approximate, standard lists merged from the balanced ones, :mod:`ctsne.neighbors.merged`),
+approximate, standard lists merged from the balanced ones, :mod:`ctsne.neighbors.merged`;
+with many classes where the block tree searches, merged exactly when a probe of the
+standard P's rows and the counterpart trust expect the switch, :func:`_balanced_first`),
 measures how far the other classes hold counterparts, and chooses each class's
 cross-class share by the rule of :mod:`ctsne.affinities.cross_share`: the label-balanced P
 (:mod:`ctsne.affinities.balanced`) with those shares, or the standard P, bit for bit the
@@ -24,17 +26,26 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..checks import to_safe_scale
-from ..neighbors.merged import merge_first, merged_standard_lists
-from ..neighbors.own_first import standard_through_classes
+from ..neighbors.merged import exact_merge, exact_merged_lists, merge_first, merged_standard_lists
+from ..neighbors.own_first import class_tree_lists, standard_through_classes
 from .balanced import balanced_affinities, balanced_from_lists, balanced_lists, revised_affinities
 from .cross_share import (
+    SHARE_OF_RANDOM,
     CrossShare,
     already_mixed,
     choose_cross_share,
     counterpart_trust,
     pulled_share,
+    switch_expected,
 )
-from .mixing import PriorMixing, labelled_table, point_cross_ratio, prior_mixing, table_mixing
+from .mixing import (
+    PriorMixing,
+    labelled_table,
+    point_cross_ratio,
+    prior_mixing,
+    sampled_rows,
+    table_mixing,
+)
 from .options import n_neighbors_for
 from .standard import standard_conditional
 
@@ -127,7 +138,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     # where the prior separates the data, the standard lists come from the own-class
     # searches (the same lists, in less time), which the balanced P then reuses whole;
     # in many features, from the balanced lists, found first (ctsne.neighbors.merged)
-    through = lists = found = None
+    through = lists = found = trust = None
+    exact = False  # the merged lists are the standard search's own
     if auto and not trivial:
         k = n_neighbors_for(perplexity, len(X))
         through = standard_through_classes(X, classes, k, neighbors, metric, n_jobs,
@@ -139,6 +151,13 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
             found = merged_standard_lists(X, lists.own_idx, lists.own_dist, lists.other_idx,
                                           lists.other_dist, lists.block_width, k, metric,
                                           n_jobs)
+        elif (labelled is None or np.all(labelled)) and exact_merge(X.shape, classes,
+                                                                    neighbors, metric):
+            lists, trust = _balanced_first(X, classes, perplexity, k, search)
+            if lists is not None:
+                found = exact_merged_lists(lists.own_idx, lists.own_dist, lists.other_idx,
+                                           lists.other_dist, k)
+                exact = True
     # the standard P's table (joint_affinities' P, bit for bit, but where merged); "auto"
     # with a prior keeps the distances of the rows whose list is all own-class (where it
     # searched them itself), for the balanced P to reuse those lists
@@ -150,7 +169,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     mixing = table_mixing(table.idx, table.cond, classes)
     if not auto:
         return Affinities(table.joint(), "standard", mixing)
-    merged = lists is not None and found is not None
+    merged = lists is not None and found is not None and not exact
 
     def keep_standard(found_table, found_mixing, choice):
         # merged lists are not the standard search's: the kept P is affinities="standard"'s
@@ -173,8 +192,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     if choice is not None:
         return keep_standard(table, mixing, choice)
     choice = choose_cross_share(decides.class_expected, decides.class_cross,
-                                counterpart_trust(sub_X, sub_codes), decides.separates,
-                                pulled_share(ratio))
+                                counterpart_trust(sub_X, sub_codes) if trust is None else trust,
+                                decides.separates, pulled_share(ratio))
     if choice.mode == "standard":
         return keep_standard(table, mixing, choice)
     own = 1.0 - choice.class_share
@@ -199,6 +218,34 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     P = balanced_from_lists(lists, own, perplexity)
     return Affinities(P, "balanced", prior_mixing(P, classes), standard_mixing=decides,
                       cross_share=choice)
+
+
+def _balanced_first(X, classes, perplexity, k, search):
+    """The balanced lists, before any standard P, where a probe expects "auto" to switch.
+
+    Only where the standard lists merge from them exactly
+    (:func:`ctsne.neighbors.merged.exact_merge`: many classes, the block tree): the
+    standard P is then found either way, and a wrong guess costs time, not a different P.
+    A probe of the standard P's rows (:func:`~ctsne.affinities.mixing.sampled_rows`)
+    whose mean ratio lies below :data:`~ctsne.affinities.cross_share.SHARE_OF_RANDOM`
+    (classes short of the largest target: the trust is needed either way) and the trust
+    decide (:func:`~ctsne.affinities.cross_share.switch_expected`).
+
+    Returns
+    -------
+    lists : BalancedLists or None
+        None where the standard search goes first.
+    trust : tuple or None
+        :func:`~ctsne.affinities.cross_share.counterpart_trust`, where measured.
+    """
+    share, ratio = sampled_rows(X, classes, perplexity)
+    if not np.mean(ratio) < SHARE_OF_RANDOM:
+        return None, None
+    trust = counterpart_trust(X, classes)
+    if not switch_expected(share, ratio, trust):
+        return None, trust
+    own = class_tree_lists(X, classes, k, search["n_jobs"])
+    return balanced_lists(X, classes, perplexity, own=own, **search), trust
 
 
 def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities:

@@ -58,8 +58,8 @@ from .search import (
     uses_block_tree,
 )
 
-__all__ = ["FAR_SEARCHES", "SearchIndex", "other_class_neighbors", "own_class_neighbors",
-           "own_class_rows", "pooled_other_neighbors"]
+__all__ = ["FAR_SEARCHES", "SKIP_OWN_UP_TO", "SearchIndex", "other_class_neighbors",
+           "own_class_neighbors", "own_class_rows", "pooled_other_neighbors", "skips_own_class"]
 
 # Classes up to this size find their own-class lists by brute force in one call each:
 # hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of times.
@@ -475,6 +475,18 @@ def _merge_into(idx, dist, rows, new_idx, new_dist, codes, b):
             dist[row, u] = np.inf
 
 
+def skips_own_class(shape: tuple[int, int], n_classes: int, method: str = "auto",
+                    metric: str = "euclidean") -> bool:
+    """Whether :func:`pooled_other_neighbors` answers the points of classes up to
+    :data:`SKIP_OWN_UP_TO` points by one search that skips their own class: Euclidean,
+    the fit's exact search is the block tree, at least :data:`SKIP_OWN_FROM_BITS` class
+    bits. Where every class is that small, each pooled list is then the exact k nearest
+    points of the other classes, in the block tree's distances (bit for bit those of the
+    standard search)."""
+    return (metric == "euclidean" and uses_block_tree(*shape) and is_exact_search(*shape, method)
+            and class_bits(n_classes) >= SKIP_OWN_FROM_BITS)
+
+
 def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
                            random_state=None, n_jobs=None, own_idx=None, far_search="scan"):
     """Each point's ``k`` nearest points among all other classes, by ⌈log₂ L⌉ bit splits.
@@ -499,8 +511,7 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     sizes = np.bincount(codes)
     L = len(sizes)
     idx, dist = _empty(n, k)
-    skip_own = (metric == "euclidean" and uses_block_tree(*X.shape)
-                and is_exact_search(*X.shape, method) and class_bits(L) >= SKIP_OWN_FROM_BITS)
+    skip_own = skips_own_class(X.shape, L, method, metric)
     small = sizes[codes] <= (SKIP_OWN_UP_TO if skip_own else EXTRA_UP_TO * k + 1)
     if small.any() and skip_own:
         _skip_own_search(X, codes, k, np.flatnonzero(small), idx, dist)

@@ -16,19 +16,28 @@ merged lists are exact where the blocks are; where they are not (far lists share
 representatives above ``REPS_FROM_PAIRS`` pairs, classes above ``APPROX_ABOVE`` searched by
 pynndescent), a point can miss a nearer point the block missed, as the pynndescent
 search over all points that the merge replaces can.
+
+With many classes where the fit's exact search is the block tree, the pooled lists are
+exact too (one search that skips the own class, :func:`ctsne.neighbors.by_class.skips_own_class`)
+and the own-class lists come from class trees of the same distance code
+(:func:`ctsne.neighbors.own_first.class_tree_lists`): :func:`exact_merged_lists` then gives
+the standard search's lists themselves, ties broken by index as there, without the search.
 :mod:`ctsne.neighbors.own_first` does the same from the own-class lists alone in few
 features, where trees count the other classes' points near each point.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
+from .._parallel import kernel
+from .by_class import PARALLEL_FROM_ENTRIES, SKIP_OWN_UP_TO, skips_own_class
 from .own_first import OWN_FIRST_UP_TO
 from .search import TREE_DIMS, ExactIndex, drop_self, is_exact_search
 
-__all__ = ["MERGE_SEARCH_PAIRS", "PROBE_SAMPLE", "apart_share", "merge_first",
-           "merged_standard_lists", "use_merged"]
+__all__ = ["MERGE_SEARCH_PAIRS", "PROBE_SAMPLE", "apart_share", "exact_merge",
+           "exact_merged_lists", "merge_first", "merged_standard_lists", "use_merged"]
 
 # Most (point, indexed point) pairs of the exact search of the points whose merged list is
 # not certain (a block of another class exhausted inside their k-th distance); above, the
@@ -131,3 +140,56 @@ def merge_first(X: np.ndarray, codes: np.ndarray, k: int, method: str, metric: s
     """:func:`use_merged` and the probe (:func:`apart_share` at most ``OWN_FIRST_UP_TO``)."""
     return (use_merged(X.shape[0], X.shape[1], method, metric)
             and apart_share(X, codes, k, metric) <= OWN_FIRST_UP_TO)
+
+
+def exact_merge(shape: tuple[int, int], codes: np.ndarray, method: str = "auto",
+                metric: str = "euclidean") -> bool:
+    """Whether :func:`exact_merged_lists` gives the standard search's lists: every class
+    within :data:`ctsne.neighbors.by_class.SKIP_OWN_UP_TO` points where the pooled lists
+    skip the own class (:func:`ctsne.neighbors.by_class.skips_own_class`)."""
+    sizes = np.bincount(codes)
+    return bool(skips_own_class(shape, len(sizes), method, metric)
+                and sizes.max() <= SKIP_OWN_UP_TO)
+
+
+@kernel(PARALLEL_FROM_ENTRIES)
+def _merge_sorted(a_idx, a_dist, b_idx, b_dist, idx, dist):
+    # two lists per row, each ascending in (distance, index), merged into the first k
+    # (k = idx.shape[1]) in that order: the block tree's order
+    k = idx.shape[1]
+    ka, kb = a_idx.shape[1], b_idx.shape[1]
+    for r in numba.prange(idx.shape[0]):
+        a = 0
+        b = 0
+        for t in range(k):
+            if b >= kb or (a < ka and (a_dist[r, a] < b_dist[r, b] or (
+                    a_dist[r, a] == b_dist[r, b] and a_idx[r, a] < b_idx[r, b]))):
+                idx[r, t], dist[r, t] = a_idx[r, a], a_dist[r, a]
+                a += 1
+            else:
+                idx[r, t], dist[r, t] = b_idx[r, b], b_dist[r, b]
+                b += 1
+
+
+def exact_merged_lists(own_idx: np.ndarray, own_dist: np.ndarray, other_idx: np.ndarray,
+                       other_dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's k nearest points of all classes from its exact own-class list and its
+    exact pooled list of k other-class points (:func:`exact_merge`).
+
+    The k nearest of all lie among the k nearest of the own class and the k nearest of
+    the others. Both lists come in the block tree's distances and (distance, index)
+    order, so the merge is the standard search's answer; only two neighbours whose
+    squared distances differ but round to the same distance could be ordered otherwise.
+
+    Returns
+    -------
+    idx : ndarray of int32 (n, k) (int64 beyond 2³¹ points), dist : ndarray (n, k)
+    """
+    n = len(own_idx)
+    itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    idx = np.empty((n, k), dtype=itype)
+    dist = np.empty((n, k))
+    _merge_sorted(np.ascontiguousarray(own_idx), np.ascontiguousarray(own_dist),
+                  np.ascontiguousarray(other_idx), np.ascontiguousarray(other_dist), idx,
+                  dist, work=n * k)
+    return idx, dist

@@ -38,7 +38,7 @@ from .search import (
 )
 
 __all__ = ["OWN_FIRST_BLOCK_FROM", "OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", "OWN_FIRST_UP_TO",
-           "PROBE_SAMPLE", "ClassLists", "near_other_share", "own_first_lists",
+           "PROBE_SAMPLE", "ClassLists", "class_tree_lists", "near_other_share", "own_first_lists",
            "standard_through_classes", "use_own_first"]
 
 # Points from which the class-by-class order is used: where the standard search is
@@ -132,6 +132,34 @@ def near_other_share(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | Non
     return float(_near_other(indexes, X, codes, rows, radius).mean())
 
 
+def class_tree_lists(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | None = None,
+                     indexes: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's k nearest points of its own class, from one tree per class chosen by
+    the size of the whole search (:class:`ExactIndex`'s ``search_size``): the distances
+    of the standard search over all points, bit for bit, ties broken by index as there.
+
+    Returns
+    -------
+    own_idx : ndarray of int64 (n, k), own_dist : ndarray (n, k)
+        A class of at most k points fills the rest with empty slots (the point itself,
+        ``inf``).
+    """
+    n = len(codes)
+    own_idx = np.empty((n, k), dtype=np.int64)
+    own_dist = np.empty((n, k))
+    indexes = _class_indexes(X, codes, n_jobs) if indexes is None else indexes
+    for rows, index in indexes:
+        kc = min(k, len(rows) - 1)
+        own_idx[rows, kc:], own_dist[rows, kc:] = rows[:, None], np.inf
+        if kc < 1:
+            continue
+        local_idx = np.empty((len(rows), kc), dtype=np.int64)
+        local_dist = np.empty((len(rows), kc))
+        index.neighbors_of(X[rows], index.order, kc, local_idx, local_dist)
+        own_idx[rows, :kc], own_dist[rows, :kc] = rows[local_idx], local_dist
+    return own_idx, own_dist
+
+
 class ClassLists(NamedTuple):
     """The standard lists and the own-class lists of :func:`own_first_lists`."""
 
@@ -165,14 +193,8 @@ def own_first_lists(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | None
         (int64) and ``own_dist``: each point's k nearest points of its own class.
     """
     n = len(codes)
-    own_idx = np.empty((n, k), dtype=np.int64)
-    own_dist = np.empty((n, k))
     indexes = _class_indexes(X, codes, n_jobs) if indexes is None else indexes
-    for rows, index in indexes:
-        local_idx = np.empty((len(rows), k), dtype=np.int64)
-        local_dist = np.empty((len(rows), k))
-        index.neighbors_of(X[rows], index.order, k, local_idx, local_dist)
-        own_idx[rows], own_dist[rows] = rows[local_idx], local_dist
+    own_idx, own_dist = class_tree_lists(X, codes, k, n_jobs, indexes)
     if progress is not None:
         progress(n // 2, n)
     near = _near_other(indexes, X, codes, np.arange(n), own_dist[:, -1])
