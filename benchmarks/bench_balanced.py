@@ -13,8 +13,9 @@ all-own-class standard lists, or finding the standard lists class by class), in
 ``--compare-trees`` the balanced P is also timed with
 the other-class searches in scikit-learn trees (``far_search="tree"``), as before the
 brute-force scan of far queries (same P). With ``--keep`` each size is also timed with
-labels unrelated to the data (``affinities="auto"`` keeps the standard P), alternating
-with the standard P ``--repeats`` times: the median ratio is auto's cost when it keeps it.
+labels unrelated to the data in each ``--classes`` (``affinities="auto"`` keeps the standard
+P), alternating with the standard P ``--repeats`` times: the median ratio is auto's cost
+when it keeps it.
 Appends JSON lines to ``benchmarks/results.jsonl``.
 """
 
@@ -90,20 +91,23 @@ def main() -> None:
         rng = np.random.default_rng(0)
         if args.keep:
             X, _ = separated_data(n, 5, args.dims, rng)
-            mixed = rng.integers(0, 5, n)  # unrelated to the data: auto keeps the standard P
-            load_before = os.getloadavg()[0]
-            pairs = []
-            for _ in range(args.repeats):
-                _, t_std = timed(lambda: joint_affinities(X, args.perplexity))  # noqa: B023
-                got, t_auto = timed(lambda: input_affinities(  # noqa: B023
-                    X, args.perplexity, mixed, "auto"))  # noqa: B023
-                pairs.append((t_std, t_auto))
-            ratios = sorted(a / s for s, a in pairs)
-            row = {**run_meta(load_before), "case": f"auto-keeps-standard-{n}",
-                   "auto_mode": got.mode, "standard_s": [s for s, _ in pairs],
-                   "auto_s": [a for _, a in pairs],
-                   "median_auto_over_standard": ratios[len(ratios) // 2]}
-            record(row, not args.no_record)
+            for L in args.classes:
+                # unrelated to the data: auto keeps the standard P
+                mixed = rng.integers(0, L, n)
+                load_before = os.getloadavg()[0]
+                pairs = []
+                for _ in range(args.repeats):
+                    _, t_std = timed(lambda: joint_affinities(X, args.perplexity))  # noqa: B023
+                    got, t_auto = timed(lambda: input_affinities(  # noqa: B023
+                        X, args.perplexity, mixed, "auto"))  # noqa: B023
+                    pairs.append((t_std, t_auto))
+                ratios = sorted(a / s for s, a in pairs)
+                row = {**run_meta(load_before), "case": f"auto-keeps-standard-{n}",
+                       "classes": L, "dims": args.dims,
+                       "auto_mode": got.mode, "standard_s": [s for s, _ in pairs],
+                       "auto_s": [a for _, a in pairs],
+                       "median_auto_over_standard": ratios[len(ratios) // 2]}
+                record(row, not args.no_record)
         for L in args.classes:
             X, codes = separated_data(n, L, args.dims, rng)
             load_before = os.getloadavg()[0]

@@ -55,3 +55,27 @@ def test_far_queries_beyond_the_scan_size_keep_the_tolerance(monkeypatch):
     # far queries see the class at nearly equal distances: the tolerance may swap
     # neighbours (recall here about 0.6) but hardly changes how far they are
     assert np.median(dist[:, -1] / true[:, -1]) < 1.02
+
+
+def test_brute_within_classes_lists_each_points_own_class_neighbours(rng):
+    from ctsne.neighbors.brute import brute_within_classes
+
+    # integer points: exact distances in any order, many ties (broken by point number);
+    # classes of 1 to ~60 points, some smaller than k + 1
+    codes = rng.integers(0, 80, 2500)
+    X = rng.integers(-2, 3, size=(2500, 9)).astype(float)
+    k = 25
+    idx = np.full((2500, k), -7)
+    dist = np.full((2500, k), -7.0)
+    asked = np.flatnonzero(codes < 60)
+    brute_within_classes(X, codes, asked, k, idx, dist)
+    for c in range(60):
+        rows = np.flatnonzero(codes == c)
+        d2 = ((X[rows, None, :] - X[None, rows, :]) ** 2).sum(-1)
+        np.fill_diagonal(d2, np.inf)
+        kc = min(k, len(rows) - 1)
+        order = np.argsort(d2, axis=1, kind="stable")[:, :kc]
+        np.testing.assert_array_equal(idx[rows, :kc], rows[order])
+        np.testing.assert_array_equal(dist[rows, :kc], np.sqrt(np.take_along_axis(d2, order, 1)))
+        assert np.all(idx[rows, kc:] == rows[:, None]) and np.all(np.isinf(dist[rows, kc:]))
+    assert np.all(idx[codes >= 60] == -7)  # rows not asked are left alone

@@ -93,3 +93,66 @@ def brute_knn(Y: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     if len(Q):
         _knn(Q, Yt, k, idx, dist, work=float(len(Q)) * Yt.shape[1])
     return idx, dist
+
+
+@kernel(PARALLEL_FROM)
+def _within(X, order, seg_of, seg_start, k, out_idx, out_dist):
+    # point order[a] of segment s (order[seg_start[s]:seg_start[s + 1]], ascending point
+    # numbers) against the other points of its segment: the scan's sums and index order
+    n, p = X.shape
+    for a in numba.prange(order.shape[0]):
+        i = order[a]
+        s = seg_of[a]
+        best_d = out_dist[i]
+        best_i = out_idx[i]
+        for u in range(k):
+            best_d[u] = np.inf
+            best_i[u] = i
+        for b in range(seg_start[s], seg_start[s + 1]):
+            j = order[b]
+            if j == i:
+                continue
+            v = 0.0
+            for f in range(p):
+                diff = X[j, f] - X[i, f]
+                v += diff * diff
+            if not v < best_d[k - 1]:
+                continue
+            pos = k - 1
+            while pos > 0 and best_d[pos - 1] > v:
+                best_d[pos] = best_d[pos - 1]
+                best_i[pos] = best_i[pos - 1]
+                pos -= 1
+            best_d[pos] = v
+            best_i[pos] = j
+        for u in range(k):
+            best_d[u] = np.sqrt(best_d[u])
+
+
+def brute_within_classes(X: np.ndarray, codes: np.ndarray, rows: np.ndarray, k: int,
+                         out_idx: np.ndarray, out_dist: np.ndarray) -> None:
+    """Each of ``rows``' ``k`` nearest other points of its own class (``codes``), all
+    classes in one pass: each class's points scanned, as :func:`brute_knn` sums and
+    orders them (ties by point number), without a call per class (500 classes of 100
+    points: 0.03 s against 0.35 s). For small classes.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+    codes : ndarray of int (n,)
+    rows : ndarray of int
+        The points asked, whole classes.
+    k : int
+    out_idx : ndarray of int64 (n, k), out_dist : ndarray (n, k)
+        Written at ``rows``; a class of at most k points leaves empty slots (the point
+        itself, ``inf``) after its others.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.int64)
+    order = rows[np.lexsort((rows, codes[rows]))]  # by class, then point number
+    cls = codes[order]
+    seg_start = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1], True]).astype(np.int64)
+    seg_of = np.repeat(np.arange(len(seg_start) - 1), np.diff(seg_start))
+    sizes = np.diff(seg_start)
+    _within(X, order, seg_of, seg_start, k, out_idx, out_dist,
+            work=float(np.sum(sizes.astype(float) ** 2)))

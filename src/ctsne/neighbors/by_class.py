@@ -46,7 +46,7 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
-from .brute import brute_knn
+from .brute import brute_knn, brute_within_classes
 from .representatives import lists_from_representatives, representatives
 from .search import (
     QUERY_CHUNK,
@@ -58,7 +58,8 @@ from .search import (
     uses_block_tree,
 )
 
-__all__ = ["FAR_SEARCHES", "SKIP_OWN_UP_TO", "SearchIndex", "other_class_neighbors",
+__all__ = ["BRUTE_UP_TO", "FAR_SEARCHES", "SKIP_OWN_UP_TO", "SearchIndex", "brute_within",
+           "other_class_neighbors",
            "own_class_neighbors", "own_class_rows", "pooled_other_neighbors", "skips_own_class"]
 
 # Classes up to this size find their own-class lists by brute force in one call each:
@@ -300,6 +301,9 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
         kidx, kdist, mask = known
         # the row of kdist that holds each point's distances
         dist_row = np.cumsum(mask) - 1 if len(kdist) != n else np.arange(n)
+    # small classes scanned all in one pass (brute_within's lists, without a call each)
+    scan_classes = metric == "euclidean" and X.shape[1] <= TREE_DIMS
+    batch = []
     for c in range(int(codes.max()) + 1):
         rows = np.flatnonzero(codes == c)
         kc = min(k, len(rows) - 1)
@@ -319,12 +323,17 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
             i, d = drop_self(i, d, todo)
             idx[todo, :kc], dist[todo, :kc] = i, d
             continue
+        if len(rows) <= BRUTE_UP_TO and scan_classes:
+            batch.append(rows)
+            continue
         if len(rows) <= BRUTE_UP_TO:
-            i, d = _brute_within(X[rows], kc, metric)
+            i, d = brute_within(X[rows], kc, metric)
         else:
             i, d = nearest_neighbors(X[rows], kc, method=method, metric=metric,
                                      random_state=random_state, n_jobs=n_jobs)
         idx[rows, :kc], dist[rows, :kc] = rows[i], d
+    if batch:  # the small classes in one pass
+        brute_within_classes(X, codes, np.concatenate(batch), k, idx, dist)
     return idx, dist
 
 
@@ -346,8 +355,14 @@ def _reuse(listed: np.ndarray, p: int, metric: str, method: str) -> bool:
     return low_dim or rest * len(listed) <= BRUTE_PAIRS
 
 
-def _brute_within(Xc, k, metric):
-    """Each row's ``k`` nearest other rows of ``Xc`` from the full distance matrix."""
+def brute_within(Xc, k, metric):
+    """Each row's ``k`` nearest other rows of ``Xc``, by brute force: Euclidean in at
+    most ``TREE_DIMS`` features by :func:`ctsne.neighbors.brute.brute_knn` (the block
+    tree's distances and ties, bit for bit), otherwise from scikit-learn's full distance
+    matrix."""
+    if metric == "euclidean" and Xc.shape[1] <= TREE_DIMS:  # in more, BLAS is faster
+        i, d = brute_knn(Xc, Xc, k + 1)
+        return drop_self(i, d, np.arange(len(Xc)), k)
     from sklearn.metrics import pairwise_distances
 
     D = pairwise_distances(Xc, metric=metric, n_jobs=1)
