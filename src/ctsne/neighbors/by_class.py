@@ -2,7 +2,7 @@
 
 Three searches, each at most about one full kNN search in cost:
 
-* own class: one index per class (the class sizes sum to n);
+* own class: one index per class (the class sizes sum to n), small classes scanned;
 * each other class (few classes): class m's index answers the points of every other
   class with a small k;
 * all other classes pooled (many classes): every class gets a binary code of
@@ -62,8 +62,10 @@ __all__ = ["BRUTE_UP_TO", "FAR_SEARCHES", "SKIP_OWN_UP_TO", "SearchIndex", "brut
            "other_class_neighbors",
            "own_class_neighbors", "own_class_rows", "pooled_other_neighbors", "skips_own_class"]
 
-# Classes up to this size find their own-class lists by brute force in one call each:
-# hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of times.
+# Classes up to this size find their own-class lists by brute force (Euclidean data in at
+# most TREE_DIMS features: all such classes in one pass, brute_within_classes; otherwise a
+# call each): hundreds of tiny classes would otherwise pay a search's fixed cost hundreds
+# of times.
 BRUTE_UP_TO = 2_000
 # A point of a class with at most EXTRA_UP_TO·k other points finds its nearest points of
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
