@@ -509,18 +509,29 @@ def test_trim_tail_by_hand(p, tail, expected):
     from ctsne.affinities.calibration import trim_tail
 
     p = np.array(p)
-    trim_tail(np.arange(len(p), dtype=float), p, tail)
+    trim_tail(p, tail)
     expected = np.array(expected)
     np.testing.assert_allclose(p, expected / expected.sum(), rtol=1e-15)
 
 
-def test_trim_tail_leaves_a_block_whose_distances_are_not_ascending():
-    from ctsne.affinities.calibration import trim_tail
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_block_whose_distances_are_not_ascending_is_left_whole(in_place):
+    from ctsne.affinities.calibration import calibrate_blocks
 
-    p = np.array([0.5, 0.3, 0.15, 0.04, 0.01])
-    before = p.copy()
-    trim_tail(np.array([0.0, 1.0, 2.0, 4.0, 3.0]), p, 0.06)
-    np.testing.assert_array_equal(p, before)
+    dist = np.array([[0.5, 1.0, 2.0, 4.0, 3.0, 1.0, 1.5, 2.5, 3.5, 6.0]])
+    starts, weights = np.array([0, 5, 10]), np.array([[0.5, 0.5]])
+
+    def blocks(tail):
+        d = dist.copy()
+        out = d if in_place else np.empty_like(d)
+        return calibrate_blocks(d, starts, 3.0, 10, weights, out, tail)
+    whole, trimmed = blocks(0.0), blocks(0.2)
+    # unsorted: kept whole (the row's total is summed in another order: rounding)
+    np.testing.assert_allclose(trimmed[0, :5], whole[0, :5], rtol=1e-14)
+    assert np.all(trimmed[0, :5] > 0)
+    assert trimmed[0, 9] == 0.0 < whole[0, 9]  # the sorted block lost its farthest entry
+    np.testing.assert_allclose(trimmed[0, :5].sum(), 0.5, rtol=1e-15)  # shares kept
+    np.testing.assert_allclose(trimmed[0, 5:].sum(), 0.5, rtol=1e-15)
 
 
 def test_the_trim_keeps_each_blocks_share(rng):

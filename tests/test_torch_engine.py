@@ -252,7 +252,8 @@ def test_the_tail_trim_is_the_numba_engines():
     ref = p.copy()
     for i in range(n):
         filled = int(np.isfinite(dist[i]).sum())
-        trim_tail(dist[i, :filled], ref[i, :filled], 0.2)
+        if np.all(np.diff(dist[i, :filled]) >= 0):  # only sorted blocks are trimmed
+            trim_tail(ref[i, :filled], 0.2)
     got = _trim_tail(_t(dist, dtype=torch.float64), _t(p, dtype=torch.float64), 0.2)
     assert (ref == 0).sum() > (p == 0).sum() + n  # entries went
     assert np.all(np.isfinite(_host(got)))

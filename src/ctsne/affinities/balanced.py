@@ -92,12 +92,14 @@ def _finish(idx_blocks, dist_blocks, weights, perplexity, k, tail=0.0) -> sp.csr
     for block in idx_blocks:
         idx[:, col:col + block.shape[1]] = block
         col += block.shape[1]
-    dist = np.ascontiguousarray(np.hstack(dist_blocks), dtype=np.float64)
+    # the distances, copied once into the table they are calibrated in (an hstack and a
+    # second table took 0.4-0.5 s more at 200,000 × 183)
     starts = np.cumsum([0] + [b.shape[1] for b in dist_blocks]).astype(np.int64)
+    cond = np.empty((n, int(starts[-1])))
+    for b, block in enumerate(dist_blocks):
+        cond[:, starts[b]:starts[b + 1]] = block
     weights = np.broadcast_to(weights, (n, len(dist_blocks)))  # laid out by calibrate_blocks
-    cond = np.empty_like(dist)
-    calibrate_blocks(dist, starts, float(perplexity), k, weights, cond, tail)
-    del dist
+    calibrate_blocks(cond, starts, float(perplexity), k, weights, cond, tail)
     return symmetrize(idx, cond)
 
 

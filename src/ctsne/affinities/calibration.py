@@ -113,16 +113,13 @@ def block_perplexity(perplexity: float, width: int, k: int) -> float:
 
 
 @numba.njit(cache=True)
-def trim_tail(dist, p, tail):
+def trim_tail(p, tail):
     """Zero the smallest entries of a calibrated block ``p`` (summing to 1) that together
-    hold at most ``tail`` of its mass, and scale the rest back to 1; a block whose
-    ``dist`` is not ascending is left whole (in a neighbour list, which is sorted, the
-    smallest entries are the last). Entries of equal value go together, so the result
-    does not depend on their order."""
+    hold at most ``tail`` of its mass, and scale the rest back to 1. For a block of a
+    neighbour list, sorted by distance (the caller checks), the smallest entries are the
+    last. Entries of equal value go together, so the result does not depend on their
+    order."""
     w = p.shape[0]
-    for j in range(1, w):
-        if dist[j] < dist[j - 1]:
-            return
     end = w  # entries end: are dropped
     dropped = 0.0
     while end > 1:
@@ -157,21 +154,28 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
             calibrate_row(dist[i], perplexity, tol, max_iter, out[i])
             continue
         # block b of row i is columns starts[b]:starts[b + 1], its filled slots (finite)
-        # first
+        # first; every distance is read before its slot is written, so ``out`` may be
+        # ``dist``
         total = 0.0
         for b in range(blocks):
             lo, hi = starts[b], starts[b + 1]
             w = 0
             for j in range(lo, hi):
-                out[i, j] = 0.0
                 if np.isfinite(dist[i, j]):
                     w += 1
+            # only a sorted block has its farthest entries last (else it stays whole)
+            ascending = True
+            for j in range(lo + 1, lo + w):
+                if dist[i, j] < dist[i, j - 1]:
+                    ascending = False
+            for j in range(lo + w, hi):
+                out[i, j] = 0.0
             if w == 0:
                 continue
             calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k), tol,
                           max_iter, out[i, lo:lo + w])
-            if tail > 0.0:
-                trim_tail(dist[i, lo:lo + w], out[i, lo:lo + w], tail)
+            if tail > 0.0 and ascending:
+                trim_tail(out[i, lo:lo + w], tail)
             for j in range(lo, lo + w):
                 out[i, j] *= weights[i, b]
                 total += out[i, j]
@@ -216,7 +220,7 @@ def calibrate_blocks(dist: np.ndarray, starts: np.ndarray, perplexity: float, k:
         Each block's share of its row, before the row is normalised (a row with an empty
         block gives its share to the others).
     out : ndarray (n, m), float64
-        Not ``dist``.
+        May be ``dist`` (calibrated in place).
     tail : float, optional
         Each block's smallest entries holding at most this share of its mass are dropped
         before weighting (:func:`trim_tail`); 0 keeps every entry.
