@@ -208,17 +208,42 @@ def test_pooled_lists_are_each_points_nearest_of_other_classes(dims, rng):
     np.testing.assert_array_equal(got, want)
 
 
+def _sample(share, ratio, rows=None):
+    from ctsne.affinities.mixing import SampledRows
+
+    share, ratio = np.asarray(share, dtype=float), np.asarray(ratio, dtype=float)
+    return SampledRows(np.arange(len(ratio)) if rows is None else rows, share, ratio)
+
+
 def test_switch_expected_by_hand():
     from ctsne.affinities.cross_share import switch_expected
 
     trusted, untrusted = (None, 0.9, 0.5, 0.45), (None, 0.5, 0.5, 0.25)
+    codes = np.zeros(10, dtype=int)
     low, high = np.full(10, 0.3), np.full(10, 0.5)
-    assert switch_expected(low, low, trusted)  # 0.3 < 0.5 · 0.9
-    assert not switch_expected(high, high, trusted)  # 0.5 ≥ 0.45
-    assert not switch_expected(low, low, untrusted)
+    assert switch_expected(_sample(low, low), codes, trusted)  # 0.3 < 0.5 · 0.9
+    assert not switch_expected(_sample(high, high), codes, trusted)  # 0.5 ≥ 0.45
+    assert not switch_expected(_sample(low, low), codes, untrusted)
     separated = np.full(10, 0.04)
-    assert switch_expected(separated, separated, untrusted)
-    assert not switch_expected(separated, np.full(10, 0.3), untrusted)  # ratio ≥ 0.25
+    assert switch_expected(_sample(separated, separated), codes, untrusted)
+    assert not switch_expected(_sample(separated, np.full(10, 0.3)), codes, untrusted)
+
+
+def test_a_large_class_short_of_the_bound_is_seen_among_mixed_ones():
+    from ctsne.affinities.cross_share import PROBE_CLASS_ROWS, falls_short
+
+    big = PROBE_CLASS_ROWS
+    codes = np.repeat([0, 1, 2], [big, 60, 5])  # class 2: too few rows to count alone
+    ratio = np.r_[np.full(big, 0.4), np.full(60, 0.9), np.full(5, 0.1)]
+    assert np.mean(ratio) > 0.5
+    assert falls_short(_sample(ratio, ratio), codes, 0.5)  # class 0's mean, 0.4
+    assert not falls_short(_sample(ratio, ratio), codes, 0.39)
+    one_short = np.r_[np.full(big - 1, 0.4), [0.9], np.full(60, 0.9), np.full(5, 0.1)]
+    codes_few = np.repeat([0, 1, 2], [big - 1, 61, 5])  # class 0 below the row count
+    assert not falls_short(_sample(one_short, one_short), codes_few, 0.5)
+    # rows index the points: the classes are those of the sampled points
+    assert falls_short(_sample(ratio, ratio, rows=np.arange(len(ratio))[::-1]),
+                       codes[::-1], 0.5)
 
 
 def test_sampled_rows_are_the_standard_p_rows(rng):
@@ -226,8 +251,9 @@ def test_sampled_rows_are_the_standard_p_rows(rng):
 
     codes = np.repeat(np.arange(6), 50)
     X = rng.normal(size=(300, 4)) + 1.5 * rng.normal(size=(6, 4))[codes]
-    share, ratio = sampled_rows(X, codes, 8.0, sample=40, seed=3)
-    rows = np.sort(np.random.default_rng(3).choice(300, 40, replace=False))
+    rows, share, ratio = sampled_rows(X, codes, 8.0, sample=40, seed=3)
+    np.testing.assert_array_equal(rows, np.sort(np.random.default_rng(3).choice(300, 40,
+                                                                            replace=False)))
     table = standard_conditional(X, 8.0, neighbors="exact")
     want = point_cross_ratio(table.idx, table.cond, codes)[rows]
     np.testing.assert_allclose(ratio, want, rtol=1e-12, atol=1e-15)

@@ -58,11 +58,11 @@ from ..neighbors.kdtree import BlockTree
 from ..neighbors.search import TREE_DIMS
 from .balanced import PER_CLASS_UP_TO
 from .calibration import PARALLEL_FROM_ENTRIES  # one threshold for all (n, k)-like passes
-from .mixing import SEPARATED_CROSS_BELOW, SEPARATED_RATIO_BELOW, PriorMixing
+from .mixing import SEPARATED_CROSS_BELOW, SEPARATED_RATIO_BELOW, PriorMixing, SampledRows
 
 __all__ = ["K_MUTUAL", "MIN_SHARE", "POINT_RATIO_ABOVE", "SHARE_OF_RANDOM",
            "TRUST_FROM", "TRUST_SAMPLE", "CrossShare", "already_mixed", "choose_cross_share",
-           "counterpart_trust", "pulled_share", "switch_expected"]
+           "counterpart_trust", "falls_short", "pulled_share", "switch_expected"]
 
 # Neighbours per point in the mutual-pair test.
 K_MUTUAL = 10
@@ -97,6 +97,9 @@ POINT_RATIO_ABOVE = 0.01
 # blobs as prior at the full level (0.76 across) left ct-SNE's optimiser above the KL of
 # a collapsed start after 180 iterations.
 SHARE_OF_RANDOM = 0.5
+# Sampled rows from which a class's own mean counts in falls_short (its mean ratio then has
+# a standard error of ~0.07 or less: rows' ratios spread by ~0.3).
+PROBE_CLASS_ROWS = 20
 # Least cross share of an explicitly requested balanced P (no standard P to compare with):
 # the former "separated" threshold, below which the other classes get no real pull.
 MIN_SHARE = 0.05
@@ -374,20 +377,33 @@ def pulled_share(point_ratio: np.ndarray) -> float:
     return float(np.mean(np.asarray(point_ratio) > POINT_RATIO_ABOVE))
 
 
-def switch_expected(share: np.ndarray, point_ratio: np.ndarray, trust) -> bool:
+def falls_short(sample: SampledRows, codes: np.ndarray, bound: float) -> bool:
+    """Whether the sampled rows of the standard P (:func:`ctsne.affinities.mixing.sampled_rows`)
+    suggest a class whose cross ratio lies below ``bound``: their mean, or the mean of
+    any class with at least :data:`PROBE_CLASS_ROWS` sampled rows (a large class short of
+    its share among mixed ones: UCI Adult's education × gender)."""
+    if float(np.mean(sample.ratio)) < bound:
+        return True
+    cls = np.asarray(codes)[sample.rows]
+    counts = np.bincount(cls)
+    sums = np.bincount(cls, weights=sample.ratio)
+    big = counts >= PROBE_CLASS_ROWS
+    return bool(np.any(sums[big] / counts[big] < bound))
+
+
+def switch_expected(sample: SampledRows, codes: np.ndarray, trust) -> bool:
     """Whether :func:`choose_cross_share` is expected to switch to the balanced P, from a
-    sample of the standard P's rows (:func:`ctsne.affinities.mixing.sampled_rows`: their
-    cross-class shares and ratios) and the counterpart trust: the counterparts are
-    trusted (τ ≥ :data:`TRUST_FROM`) and the rows' mean ratio lies below the mean target,
-    :data:`SHARE_OF_RANDOM`·τ (classes then fall short of it); or the rows' means lie
-    below both thresholds of :attr:`ctsne.affinities.mixing.PriorMixing.separates`. It
-    only orders the work of "auto" (:mod:`ctsne.affinities.modes`): the choice itself is
-    made from the whole P."""
+    sample of the standard P's rows and the counterpart trust: the counterparts are
+    trusted (τ ≥ :data:`TRUST_FROM`) and the rows fall short of the target,
+    :data:`SHARE_OF_RANDOM`·τ (:func:`falls_short`); or their means lie below both
+    thresholds of :attr:`ctsne.affinities.mixing.PriorMixing.separates`. It only orders
+    the work of "auto" (:mod:`ctsne.affinities.modes`): the choice itself is made from
+    the whole P."""
     tau = trust[1]
-    ratio = float(np.mean(point_ratio))
-    separates = (float(np.mean(share)) < SEPARATED_CROSS_BELOW
-                 and ratio < SEPARATED_RATIO_BELOW)
-    return bool((tau >= TRUST_FROM and ratio < SHARE_OF_RANDOM * tau) or separates)
+    separates = (float(np.mean(sample.share)) < SEPARATED_CROSS_BELOW
+                 and float(np.mean(sample.ratio)) < SEPARATED_RATIO_BELOW)
+    return bool((tau >= TRUST_FROM and falls_short(sample, codes, SHARE_OF_RANDOM * tau))
+                or separates)
 
 
 def already_mixed(standard: PriorMixing, point_ratio: np.ndarray) -> CrossShare | None:

@@ -11,6 +11,7 @@ will not use).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -23,7 +24,7 @@ from .calibration import calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PROBE_SAMPLE", "PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
-           "labelled_mixing", "labelled_table", "point_cross_ratio", "prior_mixing",
+           "SampledRows", "labelled_mixing", "labelled_table", "point_cross_ratio", "prior_mixing",
            "sampled_rows", "table_mixing"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
@@ -273,8 +274,16 @@ def point_cross_ratio(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> n
         return np.where(e > 0, share / np.where(e > 0, e, 1.0), 1.0)
 
 
+class SampledRows(NamedTuple):
+    """Rows of the standard P computed for a sample of points (:func:`sampled_rows`)."""
+
+    rows: np.ndarray  # the sampled points, ascending
+    share: np.ndarray  # each row's conditional mass on other classes
+    ratio: np.ndarray  # the same over the row's random level (point_cross_ratio)
+
+
 def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
-                 sample: int = PROBE_SAMPLE, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                 sample: int = PROBE_SAMPLE, seed: int = 0) -> SampledRows:
     """The cross-class share of ``sample`` points' rows of the standard P, without it.
 
     Each sampled point's k nearest points come from an exact Euclidean scan of all points
@@ -293,10 +302,7 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
 
     Returns
     -------
-    share : ndarray (sample,)
-        Each sampled row's conditional mass on other classes.
-    ratio : ndarray (sample,)
-        The same over the row's random level (:func:`point_cross_ratio`).
+    SampledRows
     """
     codes = np.asarray(codes, dtype=np.int64)
     n = len(codes)
@@ -311,4 +317,5 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
     across = np.where(codes[i] != codes[rows][:, None], cond, 0.0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(total > 0, across / np.where(total > 0, total, 1.0), 0.0)
-        return share, np.where(expected > 0, share / np.where(expected > 0, expected, 1.0), 1.0)
+        ratio = np.where(expected > 0, share / np.where(expected > 0, expected, 1.0), 1.0)
+    return SampledRows(rows, share, ratio)

@@ -35,6 +35,7 @@ from .cross_share import (
     already_mixed,
     choose_cross_share,
     counterpart_trust,
+    falls_short,
     pulled_share,
     switch_expected,
 )
@@ -227,9 +228,10 @@ def _balanced_first(X, classes, perplexity, k, search):
     (:func:`ctsne.neighbors.merged.exact_merge`: many classes, the block tree): the
     standard P is then found either way, and a wrong guess costs time, not a different P.
     A probe of the standard P's rows (:func:`~ctsne.affinities.mixing.sampled_rows`)
-    whose mean ratio lies below :data:`~ctsne.affinities.cross_share.SHARE_OF_RANDOM`
-    (classes short of the largest target: the trust is needed either way) and the trust
-    decide (:func:`~ctsne.affinities.cross_share.switch_expected`).
+    that falls short of :data:`~ctsne.affinities.cross_share.SHARE_OF_RANDOM` (a class
+    short of the largest target: the trust is needed either way,
+    :func:`~ctsne.affinities.cross_share.falls_short`) and the trust decide
+    (:func:`~ctsne.affinities.cross_share.switch_expected`).
 
     Returns
     -------
@@ -238,11 +240,11 @@ def _balanced_first(X, classes, perplexity, k, search):
     trust : tuple or None
         :func:`~ctsne.affinities.cross_share.counterpart_trust`, where measured.
     """
-    share, ratio = sampled_rows(X, classes, perplexity)
-    if not np.mean(ratio) < SHARE_OF_RANDOM:
+    sample = sampled_rows(X, classes, perplexity)
+    if not falls_short(sample, classes, SHARE_OF_RANDOM):
         return None, None
     trust = counterpart_trust(X, classes)
-    if not switch_expected(share, ratio, trust):
+    if not switch_expected(sample, classes, trust):
         return None, trust
     own = class_tree_lists(X, classes, k, search["n_jobs"])
     return balanced_lists(X, classes, perplexity, own=own, **search), trust
