@@ -526,6 +526,10 @@ def test_a_block_whose_distances_are_not_ascending_is_left_whole(in_place):
         out = d if in_place else np.empty_like(d)
         return calibrate_blocks(d, starts, 3.0, 10, weights, out, tail)
     whole, trimmed = blocks(0.0), blocks(0.2)
+    d = dist.copy()  # the same numbers calibrated in place and into another table
+    np.testing.assert_array_equal(
+        calibrate_blocks(d, starts, 3.0, 10, weights, d, 0.2),
+        calibrate_blocks(dist.copy(), starts, 3.0, 10, weights, np.empty_like(dist), 0.2))
     # unsorted: kept whole (the row's total is summed in another order: rounding)
     np.testing.assert_allclose(trimmed[0, :5], whole[0, :5], rtol=1e-14)
     assert np.all(trimmed[0, :5] > 0)

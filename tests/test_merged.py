@@ -175,7 +175,7 @@ def test_exactly_merged_lists_are_the_standard_search_lists(rng, small_block_tre
     assert merged.exact_merge(X.shape, codes)
     own_idx, own_dist = class_tree_lists(X, codes, k)
     other_idx, other_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx)
-    idx, dist = merged.exact_merged_lists(own_idx, own_dist, other_idx, other_dist, k)
+    idx, dist = merged.exact_merged_lists(X, own_idx, own_dist, other_idx, other_dist, k)
     want_idx, want_dist = search.nearest_neighbors(X, k)
     np.testing.assert_array_equal(idx, want_idx)  # the same code: same lists, same ties
     np.testing.assert_array_equal(dist, want_dist)
@@ -195,7 +195,6 @@ def test_exact_merge_needs_the_skipping_search_and_small_classes(rng, small_bloc
     assert not merged.exact_merge(X.shape, codes, metric="cosine")
     from ctsne.neighbors import by_class
     monkeypatch.setattr(by_class, "SKIP_OWN_UP_TO", 100)  # classes of 150: by bits
-    monkeypatch.setattr(merged, "SKIP_OWN_UP_TO", 100)
     assert not merged.exact_merge(X.shape, codes)
 
 
@@ -252,3 +251,51 @@ def test_unrelated_labels_go_standard_first_without_the_trust(rng, small_block_t
     merges = _spy(monkeypatch, modes, "exact_merged_lists")
     got = modes.input_affinities(X, 10.0, codes, "auto")
     assert got.mode == "standard" and not merges and not trusts
+
+
+@_COPIES
+def test_nine_classes_are_not_merged_from_per_class_blocks(rng, small_block_tree, monkeypatch):
+    # nine classes pass the skipping search's bit count, but the balanced P gives each
+    # other class a block of its own (eight other classes): those lists are not pooled
+    X, codes = _many_classes(rng, classes=9)
+    assert merged.exact_merge(X.shape, codes)
+    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)  # a guess for the balanced order
+    monkeypatch.setattr(modes, "switch_expected", lambda *a: True)
+    got = modes.input_affinities(X, 10.0, rng.permutation(codes), "auto")
+    assert not merges and got.mode == "standard"
+    assert abs(got.P - joint_affinities(X, 10.0)).max() == 0.0
+
+
+def test_equal_distances_merge_in_the_order_of_their_squares(small_block_tree):
+    from ctsne.neighbors.by_class import pooled_other_neighbors
+    from ctsne.neighbors.own_first import class_tree_lists
+
+    # two points whose squared distances to the origin, summed feature by feature as the
+    # searches sum them, are 1.04 and the next float up: one square root, two squares
+    a = np.array([-0.5, -0.4, 0.0, 0.4, -0.5, 0.2, 0.30000000000000004, 0.30000000000000004])
+    b = np.array([-0.5, 0.30000000000000004, -0.5, -0.2, 0.0, 0.0, -0.4, 0.5])
+
+    def squared(x):
+        total = 0.0
+        for v in x:
+            total += v * v
+        return total
+    assert squared(a) != squared(b) and np.sqrt(squared(a)) == np.sqrt(squared(b))
+    rng = np.random.default_rng(0)
+    far = 100 + 5 * rng.normal(size=(600, 8))
+    closer = np.abs(rng.normal(size=(28, 8)))  # 28 own-class points nearer the origin
+    closer *= (np.linspace(0.5, 0.9, 28) / np.linalg.norm(closer, axis=1))[:, None]
+    k = 29  # the origin's list ends with one of the two: the one with the smaller square
+    for other, own in ((a, b), (b, a)):  # the other-class point's square larger, smaller
+        X = np.vstack([np.zeros(8), other, own, closer, far])
+        codes = np.r_[0, 1, 0, np.zeros(28), np.arange(600) % 10].astype(np.int64)
+        assert merged.exact_merge(X.shape, codes)
+        own_idx, own_dist = class_tree_lists(X, codes, k)
+        other_idx, other_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx)
+        idx, dist = merged.exact_merged_lists(X, own_idx, own_dist, other_idx, other_dist, k)
+        want_idx, want_dist = search.nearest_neighbors(X, k)
+        np.testing.assert_array_equal(idx, want_idx)
+        np.testing.assert_array_equal(dist, want_dist)
+        nearer = 1 if squared(other) < squared(own) else 2
+        assert idx[0, k - 1] == nearer and set(idx[0, :k - 1]) == set(range(3, 31))

@@ -19,11 +19,12 @@ import scipy.sparse as sp
 
 from .._parallel import kernel
 from ..neighbors.brute import brute_knn
+from ..neighbors.merged import PROBE_SAMPLE
 from ..neighbors.search import drop_self
 from .calibration import calibrate
 from .options import n_neighbors_for
 
-__all__ = ["PROBE_SAMPLE", "PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
+__all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
            "SampledRows", "labelled_mixing", "labelled_table", "point_cross_ratio", "prior_mixing",
            "sampled_rows", "table_mixing"]
 
@@ -41,9 +42,7 @@ __all__ = ["PROBE_SAMPLE", "PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RA
 # The ratio alone cannot tell digits (0.074, works) from the two-source set (~0.07, fails).
 SEPARATED_CROSS_BELOW = 0.05
 SEPARATED_RATIO_BELOW = 0.25
-# Points whose standard rows :func:`sampled_rows` computes: the mean ratio of 300
-# rows (each between 0 and about 1) has a standard error of at most ~0.03.
-PROBE_SAMPLE = 300
+
 
 
 @dataclass
@@ -290,7 +289,8 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
     (:func:`ctsne.neighbors.brute.brute_knn`: the block tree's distances and tie order,
     so its row is the standard P's row), calibrated to ``perplexity``. 300 points against
     200,000 in 10 features take ~0.2 s. A fixed seed: the sample is a property of the
-    data, not of a run.
+    data, not of a run. ``sample`` as the apart probe's (300: the mean ratio, each row's
+    between 0 and about 1, has a standard error of at most ~0.03).
 
     Parameters
     ----------

@@ -28,7 +28,13 @@ import scipy.sparse as sp
 from ..checks import to_safe_scale
 from ..neighbors.merged import exact_merge, exact_merged_lists, merge_first, merged_standard_lists
 from ..neighbors.own_first import class_tree_lists, standard_through_classes
-from .balanced import balanced_affinities, balanced_from_lists, balanced_lists, revised_affinities
+from .balanced import (
+    PER_CLASS_UP_TO,
+    balanced_affinities,
+    balanced_from_lists,
+    balanced_lists,
+    revised_affinities,
+)
 from .cross_share import (
     SHARE_OF_RANDOM,
     CrossShare,
@@ -152,12 +158,12 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
             found = merged_standard_lists(X, lists.own_idx, lists.own_dist, lists.other_idx,
                                           lists.other_dist, lists.block_width, k, metric,
                                           n_jobs)
-        elif (labelled is None or np.all(labelled)) and exact_merge(X.shape, classes,
-                                                                    neighbors, metric):
-            lists, trust = _balanced_first(X, classes, perplexity, k, search)
+        elif ((labelled is None or np.all(labelled)) and int(classes.max()) > PER_CLASS_UP_TO
+              and exact_merge(X.shape, classes, neighbors, metric)):  # pooled lists only
+            lists, trust = _balanced_first(X, classes, perplexity, k, search, progress)
             if lists is not None:
-                found = exact_merged_lists(lists.own_idx, lists.own_dist, lists.other_idx,
-                                           lists.other_dist, k)
+                found = exact_merged_lists(X, lists.own_idx, lists.own_dist,
+                                           lists.other_idx, lists.other_dist, k)
                 exact = True
     # the standard P's table (joint_affinities' P, bit for bit, but where merged); "auto"
     # with a prior keeps the distances of the rows whose list is all own-class (where it
@@ -221,7 +227,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
                       cross_share=choice)
 
 
-def _balanced_first(X, classes, perplexity, k, search):
+def _balanced_first(X, classes, perplexity, k, search, progress=None):
     """The balanced lists, before any standard P, where a probe expects "auto" to switch.
 
     Only where the standard lists merge from them exactly
@@ -247,7 +253,12 @@ def _balanced_first(X, classes, perplexity, k, search):
     if not switch_expected(sample, classes, trust):
         return None, trust
     own = class_tree_lists(X, classes, k, search["n_jobs"])
-    return balanced_lists(X, classes, perplexity, own=own, **search), trust
+    if progress is not None:  # the searches' progress, as the standard search reports it
+        progress(len(classes) // 2, len(classes))
+    lists = balanced_lists(X, classes, perplexity, own=own, **search)
+    if progress is not None:
+        progress(len(classes), len(classes))
+    return lists, trust
 
 
 def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities:

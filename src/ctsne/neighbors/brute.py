@@ -7,6 +7,9 @@ points is then cheaper than the tree, since the scan is a plain vectorised loop.
 are summed feature by feature from the differences, as scikit-learn's trees do, not
 expanded as ‖x‖² + ‖y‖² − 2x·y, whose cancellation would lose precision exactly for far
 queries.
+
+The same sums give small classes their own-class lists (:func:`brute_within_classes`): all
+classes in one pass, in the distances and tie order of the block tree.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 
 from .._parallel import kernel
 
-__all__ = ["brute_knn"]
+__all__ = ["brute_knn", "brute_within_classes"]
 
 # Point pairs from which the search runs on several threads.
 PARALLEL_FROM = 1e6

@@ -303,7 +303,8 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
         kidx, kdist, mask = known
         # the row of kdist that holds each point's distances
         dist_row = np.cumsum(mask) - 1 if len(kdist) != n else np.arange(n)
-    # small classes scanned all in one pass (brute_within's lists, without a call each)
+    # small Euclidean classes in few features scanned all in one pass, in the block
+    # tree's distance code (in more features BLAS is faster: brute_within, a call each)
     scan_classes = metric == "euclidean" and X.shape[1] <= TREE_DIMS
     batch = []
     for c in range(int(codes.max()) + 1):
@@ -358,13 +359,9 @@ def _reuse(listed: np.ndarray, p: int, metric: str, method: str) -> bool:
 
 
 def brute_within(Xc, k, metric):
-    """Each row's ``k`` nearest other rows of ``Xc``, by brute force: Euclidean in at
-    most ``TREE_DIMS`` features by :func:`ctsne.neighbors.brute.brute_knn` (the block
-    tree's distances and ties, bit for bit), otherwise from scikit-learn's full distance
-    matrix."""
-    if metric == "euclidean" and Xc.shape[1] <= TREE_DIMS:  # in more, BLAS is faster
-        i, d = brute_knn(Xc, Xc, k + 1)
-        return drop_self(i, d, np.arange(len(Xc)), k)
+    """Each row's ``k`` nearest other rows of ``Xc`` from scikit-learn's full distance
+    matrix (Euclidean classes in at most ``TREE_DIMS`` features take
+    :func:`ctsne.neighbors.brute.brute_within_classes` instead, all in one pass)."""
     from sklearn.metrics import pairwise_distances
 
     D = pairwise_distances(Xc, metric=metric, n_jobs=1)

@@ -21,7 +21,9 @@ With many classes where the fit's exact search is the block tree, the pooled lis
 exact too (one search that skips the own class, :func:`ctsne.neighbors.by_class.skips_own_class`)
 and the own-class lists come from class trees of the same distance code
 (:func:`ctsne.neighbors.own_first.class_tree_lists`): :func:`exact_merged_lists` then gives
-the standard search's lists themselves, ties broken by index as there, without the search.
+the standard search's lists themselves, ties broken by index as there, without the search
+(where the other classes are pooled into one list, as the label-balanced P pools more
+than eight).
 :mod:`ctsne.neighbors.own_first` does the same from the own-class lists alone in few
 features, where trees count the other classes' points near each point.
 """
@@ -32,7 +34,7 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
-from .by_class import PARALLEL_FROM_ENTRIES, SKIP_OWN_UP_TO, skips_own_class
+from . import by_class
 from .own_first import OWN_FIRST_UP_TO
 from .search import TREE_DIMS, ExactIndex, drop_self, is_exact_search
 
@@ -146,24 +148,42 @@ def exact_merge(shape: tuple[int, int], codes: np.ndarray, method: str = "auto",
                 metric: str = "euclidean") -> bool:
     """Whether :func:`exact_merged_lists` gives the standard search's lists: every class
     within :data:`ctsne.neighbors.by_class.SKIP_OWN_UP_TO` points where the pooled lists
-    skip the own class (:func:`ctsne.neighbors.by_class.skips_own_class`)."""
+    skip the own class (:func:`ctsne.neighbors.by_class.skips_own_class`). The caller
+    checks that its other-class lists are pooled (one list of k, not blocks per class)."""
     sizes = np.bincount(codes)
-    return bool(skips_own_class(shape, len(sizes), method, metric)
-                and sizes.max() <= SKIP_OWN_UP_TO)
+    return bool(by_class.skips_own_class(shape, len(sizes), method, metric)
+                and sizes.max() <= by_class.SKIP_OWN_UP_TO)
 
 
-@kernel(PARALLEL_FROM_ENTRIES)
-def _merge_sorted(a_idx, a_dist, b_idx, b_dist, idx, dist):
-    # two lists per row, each ascending in (distance, index), merged into the first k
-    # (k = idx.shape[1]) in that order: the block tree's order
+@numba.njit(cache=True)
+def _squared(X, i, j):
+    # the block tree's and the scans' squared distance: features added in order from 0
+    v = 0.0
+    for f in range(X.shape[1]):
+        diff = X[j, f] - X[i, f]
+        v += diff * diff
+    return v
+
+
+@kernel(by_class.PARALLEL_FROM_ENTRIES)
+def _merge_sorted(X, a_idx, a_dist, b_idx, b_dist, idx, dist):
+    # two lists per row, each ascending in (squared distance, index), merged into the
+    # first k (k = idx.shape[1]) in that order: the block tree's. Equal distances are
+    # compared by their squares, recomputed: two squares one unit in the last place apart
+    # can have the same root
     k = idx.shape[1]
     ka, kb = a_idx.shape[1], b_idx.shape[1]
     for r in numba.prange(idx.shape[0]):
         a = 0
         b = 0
         for t in range(k):
-            if b >= kb or (a < ka and (a_dist[r, a] < b_dist[r, b] or (
-                    a_dist[r, a] == b_dist[r, b] and a_idx[r, a] < b_idx[r, b]))):
+            take_a = b >= kb
+            if not take_a and a < ka:
+                da, db = a_dist[r, a], b_dist[r, b]
+                if da == db and da < np.inf:
+                    da, db = _squared(X, r, a_idx[r, a]), _squared(X, r, b_idx[r, b])
+                take_a = da < db or (da == db and a_idx[r, a] < b_idx[r, b])
+            if take_a:
                 idx[r, t], dist[r, t] = a_idx[r, a], a_dist[r, a]
                 a += 1
             else:
@@ -171,15 +191,25 @@ def _merge_sorted(a_idx, a_dist, b_idx, b_dist, idx, dist):
                 b += 1
 
 
-def exact_merged_lists(own_idx: np.ndarray, own_dist: np.ndarray, other_idx: np.ndarray,
-                       other_dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def exact_merged_lists(X: np.ndarray, own_idx: np.ndarray, own_dist: np.ndarray,
+                       other_idx: np.ndarray, other_dist: np.ndarray,
+                       k: int) -> tuple[np.ndarray, np.ndarray]:
     """Each point's k nearest points of all classes from its exact own-class list and its
     exact pooled list of k other-class points (:func:`exact_merge`).
 
     The k nearest of all lie among the k nearest of the own class and the k nearest of
-    the others. Both lists come in the block tree's distances and (distance, index)
-    order, so the merge is the standard search's answer; only two neighbours whose
-    squared distances differ but round to the same distance could be ordered otherwise.
+    the others. Both lists come in the block tree's distances and (squared distance,
+    index) order, and the merge keeps that order (equal distances compared by their
+    squares, recomputed as the tree sums them), so it is the standard search's answer.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+        The points (float64), for the squares of equal distances.
+    own_idx, own_dist : ndarray (n, k)
+    other_idx, other_dist : ndarray (n, k)
+        One pooled list per point; empty slots (the point itself, ``inf``) last.
+    k : int
 
     Returns
     -------
@@ -189,7 +219,7 @@ def exact_merged_lists(own_idx: np.ndarray, own_dist: np.ndarray, other_idx: np.
     itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
     idx = np.empty((n, k), dtype=itype)
     dist = np.empty((n, k))
-    _merge_sorted(np.ascontiguousarray(own_idx), np.ascontiguousarray(own_dist),
-                  np.ascontiguousarray(other_idx), np.ascontiguousarray(other_dist), idx,
-                  dist, work=n * k)
+    _merge_sorted(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(own_idx),
+                  np.ascontiguousarray(own_dist), np.ascontiguousarray(other_idx),
+                  np.ascontiguousarray(other_dist), idx, dist, work=n * k)
     return idx, dist

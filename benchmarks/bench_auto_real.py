@@ -1,0 +1,100 @@
+"""``affinities="auto"`` against the standard and the balanced P on real data: UCI Adult.
+
+    flock /tmp/ctsne-bench.lock python benchmarks/bench_auto_real.py \
+        --adult ../shared/data/uci-adult/adult.csv
+
+The full training file (32,561 rows; the features of ``experiments/representatives_check.py``:
+8 standardised columns, so the exact search is the block tree) and its first 30,000 rows,
+with priors of few and many classes: gender (2), relationship (6), occupation (15),
+education (16), education × gender (32). Per case, ``--rounds`` rounds of the standard P,
+the balanced P alone and "auto" (medians recorded), the P "auto" chose and whether it
+found the balanced lists first (``ctsne.affinities.modes._balanced_first``). The file is
+not bundled. Appends JSON lines to ``benchmarks/results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from bench_balanced import record, run_meta
+
+from ctsne.affinities import modes
+from ctsne.affinities.balanced import balanced_affinities
+from ctsne.affinities.standard import joint_affinities
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "experiments"))
+
+
+def priors(path: Path) -> tuple[np.ndarray, dict]:
+    """Adult's features and its priors as class codes."""
+    from representatives_check import load
+
+    X, _ = load(path)
+    lines = [ln for ln in path.read_text().splitlines()[1:] if ln.strip()]
+    cols = list(zip(*(ln.split(", ") for ln in lines), strict=True))
+
+    def codes(*columns):
+        joint = np.array([" / ".join(v) for v in zip(*(cols[j] for j in columns),
+                                                     strict=True)])
+        return np.unique(joint, return_inverse=True)[1]
+    return X, {"gender": codes(9), "relationship": codes(7), "occupation": codes(6),
+               "education": codes(3), "education-x-gender": codes(3, 9)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--adult", type=Path, required=True, help="UCI adult.data with a header")
+    ap.add_argument("--rows", type=int, nargs="+", default=[30_000, 32_561])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--perplexity", type=float, default=30.0)
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")  # Adult's duplicated rows warn at every P
+    X_all, labels = priors(args.adult)
+    first = []
+    real = modes._balanced_first
+
+    def spy(*a, **kw):  # which order "auto" took
+        out = real(*a, **kw)
+        first.append(out[0] is not None)
+        return out
+    modes._balanced_first = spy
+    modes.input_affinities(X_all[:3000], args.perplexity, labels["education"][:3000], "auto")
+    for rows in args.rows:
+        X = X_all[:rows]
+        for name, all_codes in labels.items():
+            codes = np.unique(all_codes[:rows], return_inverse=True)[1]
+            load_before = os.getloadavg()[0]
+            rounds = []
+            for _ in range(args.rounds):
+                first.clear()
+                t0 = time.perf_counter()
+                joint_affinities(X, args.perplexity)
+                t1 = time.perf_counter()
+                balanced_affinities(X, codes, args.perplexity)
+                t2 = time.perf_counter()
+                got = modes.input_affinities(X, args.perplexity, codes, "auto")
+                t3 = time.perf_counter()
+                rounds.append((t1 - t0, t2 - t1, t3 - t2))
+            t_std, t_bal, t_auto = (float(np.median(c)) for c in zip(*rounds, strict=True))
+            record({**run_meta(load_before), "case": f"auto-real-adult-{name}", "n": rows,
+                    "classes": int(codes.max()) + 1,
+                    "largest_class": int(np.bincount(codes).max()),
+                    "auto_mode": got.mode, "balanced_first": bool(first and first[-1]),
+                    "standard_s": t_std, "balanced_s": t_bal, "auto_s": t_auto,
+                    "median_auto_over_balanced": float(np.median(
+                        [a / b for _, b, a in rounds])),
+                    "median_auto_over_standard": float(np.median(
+                        [a / s for s, _, a in rounds])),
+                    "rounds_s": [list(r) for r in rounds]}, not args.no_record)
+
+
+if __name__ == "__main__":
+    main()
