@@ -144,7 +144,9 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     auto = affinities == "auto"
     # where the prior separates the data, the standard lists come from the own-class
     # searches (the same lists, in less time), which the balanced P then reuses whole;
-    # in many features, from the balanced lists, found first (ctsne.neighbors.merged)
+    # in many features, from the balanced lists, found first (ctsne.neighbors.merged);
+    # with many classes in the block tree, from those too, exactly, where a probe expects
+    # the switch (_balanced_first)
     through = lists = found = trust = None
     exact = False  # the merged lists are the standard search's own
     if auto and not trivial:
