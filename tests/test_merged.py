@@ -299,3 +299,38 @@ def test_equal_distances_merge_in_the_order_of_their_squares(small_block_tree):
         np.testing.assert_array_equal(dist, want_dist)
         nearer = 1 if squared(other) < squared(own) else 2
         assert idx[0, k - 1] == nearer and set(idx[0, :k - 1]) == set(range(3, 31))
+
+
+@_COPIES
+@pytest.mark.parametrize("kind", ["clusters", "integer", "tenths", "unrelated"])
+def test_auto_gives_one_p_whichever_order(kind, small_block_tree, monkeypatch):
+    # random class sizes (some below k + 1), 8-15 features, ties from integer points and
+    # from coordinates in tenths (equal roots of unequal squares), copies: "auto" as
+    # chosen, standard first, and balanced first forced give one P (the integer and tenths
+    # sets switch to the balanced P, the others keep the standard one)
+    rng = np.random.default_rng(["clusters", "integer", "tenths", "unrelated"].index(kind))
+    L, n, p = int(rng.integers(10, 30)), int(rng.integers(600, 1000)), int(rng.integers(8, 16))
+    sizes = rng.multinomial(n - L, rng.dirichlet(np.full(L, 0.5))) + 1
+    codes = np.repeat(np.arange(L), sizes)
+    if kind == "clusters":
+        X = (3 * rng.normal(size=(4, p))[rng.integers(0, 4, n)]
+             + 8 * rng.normal(size=(L, p))[codes] + rng.normal(size=(n, p)))
+    elif kind == "integer":
+        X = (rng.integers(-2, 3, size=(n, p)) + 4 * rng.integers(-1, 2, size=(L, p))[codes]) * 1.0
+    elif kind == "tenths":
+        X = np.round(rng.normal(size=(n, p)), 1) + 2 * np.round(rng.normal(size=(L, p)), 1)[codes]
+    else:
+        X, codes = rng.normal(size=(n, p)), rng.permutation(codes)
+    X[rng.integers(0, n, 20)] = X[rng.integers(0, n, 20)]
+    chosen = modes.input_affinities(X, 10.0, codes, "auto")
+    with monkeypatch.context() as m:
+        m.setattr(modes, "exact_merge", lambda *a, **kw: False)
+        standard_first = modes.input_affinities(X, 10.0, codes, "auto")
+    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)
+    monkeypatch.setattr(modes, "switch_expected", lambda *a: True)
+    balanced_first = modes.input_affinities(X, 10.0, codes, "auto")
+    assert merges  # the forced order ran
+    assert chosen.mode == standard_first.mode == balanced_first.mode
+    assert abs(chosen.P - standard_first.P).max() == 0.0
+    assert abs(balanced_first.P - standard_first.P).max() == 0.0
