@@ -54,6 +54,7 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
+from ..neighbors.brute import insert_sorted
 from ..neighbors.kdtree import BlockTree
 from ..neighbors.search import TREE_DIMS
 from .balanced import PER_CLASS_UP_TO
@@ -105,23 +106,6 @@ PROBE_CLASS_ROWS = 20
 MIN_SHARE = 0.05
 
 
-@numba.njit(cache=True)
-def _insert(best, out_row, v, j):
-    """Put column ``j`` of value ``v`` into a row's sorted k smallest (``best`` ascending,
-    ``out_row`` their columns) if it belongs there; an equal value stays behind the
-    earlier columns, so ties keep column order."""
-    k = best.shape[0]
-    if not v < best[k - 1]:
-        return
-    pos = k - 1
-    while pos > 0 and best[pos - 1] > v:
-        best[pos] = best[pos - 1]
-        out_row[pos] = out_row[pos - 1]
-        pos -= 1
-    best[pos] = v
-    out_row[pos] = j
-
-
 @kernel(PARALLEL_FROM_ENTRIES)
 def _smallest(d2, k, skip, out):
     # each row's k smallest columns (a sorted insertion: most entries fail the first test,
@@ -139,7 +123,7 @@ def _smallest(d2, k, skip, out):
         for j in range(m):
             v = d2[i, j]
             if v < best[k - 1] and not (skip and j == i):
-                _insert(best, row, v, j)
+                insert_sorted(best, row, v, j)
 
 
 @kernel(PARALLEL_FROM_ENTRIES)
@@ -158,11 +142,11 @@ def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out):
         for j in range(own_lo[i]):
             v = (norm + col_norm[j]) - 2.0 * gram[i, j]
             if v < best[k - 1]:
-                _insert(best, row, v, j)
+                insert_sorted(best, row, v, j)
         for j in range(own_hi[i], m):
             v = (norm + col_norm[j]) - 2.0 * gram[i, j]
             if v < best[k - 1]:
-                _insert(best, row, v, j)
+                insert_sorted(best, row, v, j)
 
 
 def _squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:

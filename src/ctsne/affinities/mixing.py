@@ -25,8 +25,8 @@ from .calibration import calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
-           "SampledRows", "labelled_mixing", "labelled_table", "point_cross_ratio", "prior_mixing",
-           "sampled_rows", "table_mixing"]
+           "SampledRows", "labelled_mixing", "labelled_table", "point_cross_ratio",
+           "prior_mixing", "random_level", "sampled_rows", "table_mixing"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
 # across classes (a point's counterparts then get too small a share of its attraction to
@@ -149,6 +149,11 @@ def _table_cross(idx, cond, codes, n_classes):
     return mass, cross
 
 
+def random_level(sizes: np.ndarray, n: int) -> np.ndarray:
+    """Each class's cross share under random labels, ``e_l = 1 − (n_l − 1)/(n − 1)``."""
+    return 1.0 - (sizes - 1) / max(n - 1, 1)
+
+
 def prior_mixing(P: sp.spmatrix, codes: np.ndarray) -> PriorMixing:
     """The cross-class share of ``P`` for class ``codes`` (0..L−1, one per point).
 
@@ -232,7 +237,7 @@ def _summarise(mass, cross, sizes, n) -> PriorMixing:
     total = mass.sum()
     with np.errstate(invalid="ignore", divide="ignore"):
         class_cross = np.where(mass > 0, cross / np.where(mass > 0, mass, 1.0), 0.0)
-        class_expected = 1.0 - (sizes - 1) / max(n - 1, 1)
+        class_expected = random_level(sizes, n)
         class_ratio = np.where(class_expected > 0, class_cross / class_expected, np.nan)
     rho = float(np.sum(sizes * (sizes - 1.0)) / (n * (n - 1.0)))
     share = float(cross.sum() / total) if total > 0 else 0.0
@@ -259,7 +264,7 @@ def point_cross_ratio(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> n
     """
     codes = np.asarray(codes, dtype=np.int64)
     sizes = np.bincount(codes)
-    expected = 1.0 - (sizes - 1) / max(len(codes) - 1, 1)
+    expected = random_level(sizes, len(codes))
     idx = np.ascontiguousarray(idx)
     n, k = idx.shape
     # the table is a CSR matrix whose rows all hold k entries: prior_mixing's row pass
@@ -312,7 +317,7 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
     i, d = drop_self(i, d, rows, k)
     cond = calibrate(np.ascontiguousarray(d), perplexity)
     sizes = np.bincount(codes)
-    expected = (1.0 - (sizes - 1) / max(n - 1, 1))[codes[rows]]
+    expected = random_level(sizes, n)[codes[rows]]
     total = cond.sum(axis=1)
     across = np.where(codes[i] != codes[rows][:, None], cond, 0.0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -50,6 +50,7 @@ from .mixing import (
     labelled_table,
     point_cross_ratio,
     prior_mixing,
+    random_level,
     sampled_rows,
     table_mixing,
 )
@@ -136,7 +137,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     if not trivial and affinities == "balanced":  # shares from the rule, no standard P
         lists = balanced_lists(X, classes, perplexity, **search)
         sizes = np.bincount(classes)
-        expected = 1.0 - (sizes - 1) / max(len(classes) - 1, 1)
+        expected = random_level(sizes, len(classes))
         choice = choose_cross_share(expected, None, counterpart_trust(X, classes))
         P = balanced_from_lists(lists, 1.0 - choice.class_share, perplexity)
         return Affinities(P, "balanced", prior_mixing(P, classes), cross_share=choice)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._parallel import kernel
 
-__all__ = ["brute_knn", "brute_within_classes"]
+__all__ = ["brute_knn", "brute_within_classes", "insert_sorted", "squared_distance"]
 
 # Point pairs from which the search runs on several threads.
 PARALLEL_FROM = 1e6
@@ -98,11 +98,38 @@ def brute_knn(Y: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     return idx, dist
 
 
+@numba.njit(cache=True)
+def insert_sorted(best, cols, v, j):
+    """Put column ``j`` of value ``v`` into a row's sorted k smallest (``best`` ascending,
+    ``cols`` their columns) if it belongs there; an equal value stays behind the earlier
+    ones, so ties keep arrival (column) order."""
+    k = best.shape[0]
+    if not v < best[k - 1]:
+        return
+    pos = k - 1
+    while pos > 0 and best[pos - 1] > v:
+        best[pos] = best[pos - 1]
+        cols[pos] = cols[pos - 1]
+        pos -= 1
+    best[pos] = v
+    cols[pos] = j
+
+
+@numba.njit(cache=True)
+def squared_distance(X, i, j):
+    """The squared distance of points i and j as the scans and the block tree sum it:
+    feature by feature from 0, in feature order (so lists built by either agree)."""
+    v = 0.0
+    for f in range(X.shape[1]):
+        diff = X[j, f] - X[i, f]
+        v += diff * diff
+    return v
+
+
 @kernel(PARALLEL_FROM)
 def _within(X, order, seg_of, seg_start, k, out_idx, out_dist):
     # point order[a] of segment s (order[seg_start[s]:seg_start[s + 1]], ascending point
     # numbers) against the other points of its segment: the scan's sums and index order
-    n, p = X.shape
     for a in numba.prange(order.shape[0]):
         i = order[a]
         s = seg_of[a]
@@ -115,19 +142,7 @@ def _within(X, order, seg_of, seg_start, k, out_idx, out_dist):
             j = order[b]
             if j == i:
                 continue
-            v = 0.0
-            for f in range(p):
-                diff = X[j, f] - X[i, f]
-                v += diff * diff
-            if not v < best_d[k - 1]:
-                continue
-            pos = k - 1
-            while pos > 0 and best_d[pos - 1] > v:
-                best_d[pos] = best_d[pos - 1]
-                best_i[pos] = best_i[pos - 1]
-                pos -= 1
-            best_d[pos] = v
-            best_i[pos] = j
+            insert_sorted(best_d, best_i, squared_distance(X, i, j), j)
         for u in range(k):
             best_d[u] = np.sqrt(best_d[u])
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from .._parallel import kernel
 from . import by_class
+from .brute import squared_distance
 from .own_first import OWN_FIRST_UP_TO
 from .search import TREE_DIMS, ExactIndex, drop_self, is_exact_search
 
@@ -155,16 +156,6 @@ def exact_merge(shape: tuple[int, int], codes: np.ndarray, method: str = "auto",
                 and sizes.max() <= by_class.SKIP_OWN_UP_TO)
 
 
-@numba.njit(cache=True)
-def _squared(X, i, j):
-    # the block tree's and the scans' squared distance: features added in order from 0
-    v = 0.0
-    for f in range(X.shape[1]):
-        diff = X[j, f] - X[i, f]
-        v += diff * diff
-    return v
-
-
 @kernel(by_class.PARALLEL_FROM_ENTRIES)
 def _merge_sorted(X, a_idx, a_dist, b_idx, b_dist, idx, dist):
     # two lists per row, each ascending in (squared distance, index), merged into the
@@ -181,7 +172,8 @@ def _merge_sorted(X, a_idx, a_dist, b_idx, b_dist, idx, dist):
             if not take_a and a < ka:
                 da, db = a_dist[r, a], b_dist[r, b]
                 if da == db and da < np.inf:
-                    da, db = _squared(X, r, a_idx[r, a]), _squared(X, r, b_idx[r, b])
+                    da = squared_distance(X, r, a_idx[r, a])
+                    db = squared_distance(X, r, b_idx[r, b])
                 take_a = da < db or (da == db and a_idx[r, a] < b_idx[r, b])
             if take_a:
                 idx[r, t], dist[r, t] = a_idx[r, a], a_dist[r, a]
