@@ -206,3 +206,43 @@ def test_queries_skipping_their_own_class_get_the_other_classes_lists(rng):
         BlockTree(X).query(Q, 5, skip_codes=qcodes)
     with pytest.raises(ValueError, match="one class per query"):
         tree.query(Q, 5, skip_codes=qcodes[:3])
+
+
+def _tied(rng, n):
+    """Adult-like features: one mostly zero with a long tail (the widest), one binary,
+    one of a few integer levels, one continuous."""
+    gain = np.where(rng.random(n) < 0.9, 0.0, rng.exponential(8.0, n))
+    return np.column_stack([gain, rng.integers(0, 2, n), rng.integers(0, 6, n),
+                            rng.normal(size=n)]).astype(float)
+
+
+def test_splits_keep_the_median_ties_on_one_side(rng):
+    X = _tied(rng, 4000)
+    tree = BlockTree(X, leaf_size=64)
+    inner = np.flatnonzero(tree.left >= 0)
+    a, b = tree.left[inner], tree.right[inner]
+    # every split separates the children's boxes in some feature (the plain median of the
+    # widest feature, the mostly-zero one, would leave both holding 0 there)
+    apart = (tree.hi[a] < tree.lo[b]) | (tree.hi[b] < tree.lo[a])
+    assert apart.any(axis=1).all()
+    # and every leaf keeps a quarter of a full one at least
+    assert tree.counts.min() >= 64 // 4 and tree.counts.max() <= 64
+    assert tree.counts.sum() == len(X)
+    _check_self(X, 40)
+
+
+def test_points_all_equal_still_split():
+    X = np.ones((700, 8))
+    tree = BlockTree(X, leaf_size=64)
+    assert tree.counts.max() <= 64
+    dist, idx = tree.query(X[:5], 10)
+    np.testing.assert_array_equal(idx, np.tile(np.arange(10), (5, 1)))  # ties by index
+    np.testing.assert_array_equal(dist, 0.0)
+
+
+def test_every_feature_mostly_one_value(rng):
+    # no feature can split with its median's ties on one side: plain median splits
+    X = np.where(rng.random((3000, 9)) < 0.9, 0.0, rng.normal(size=(3000, 9)))
+    tree = BlockTree(X, leaf_size=64)
+    assert tree.counts.max() <= 64 and tree.counts.sum() == len(X)
+    _check_self(X, 30)
