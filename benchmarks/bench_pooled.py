@@ -5,7 +5,7 @@
 
 With more than ``PER_CLASS_UP_TO + 1`` classes the balanced P pools each point's other
 classes into one list of k. Where the fit's exact search is the block tree (8-15
-features), points of classes up to ``ctsne.neighbors.by_class.SKIP_OWN_UP_TO`` find it in
+features), points of classes up to ``ctsne.neighbors.pooled.SKIP_OWN_UP_TO`` find it in
 one search over all points that skips their own class; larger classes search per bit of
 their class code (2⌈log₂ L⌉ far searches, through representatives above
 ``REPS_FROM_PAIRS``). This times both for every class size on the data of
@@ -24,7 +24,7 @@ import time
 import numpy as np
 from bench_balanced import record, run_meta, separated_data
 
-from ctsne.neighbors import by_class
+from ctsne.neighbors import by_class, pooled
 
 
 def main() -> None:
@@ -40,8 +40,8 @@ def main() -> None:
     args = ap.parse_args()
     Xw, cw = separated_data(30_000, 40, args.dims, np.random.default_rng(1))
     for up_to in (np.inf, 0):  # compile both paths outside the timings
-        by_class.SKIP_OWN_UP_TO = up_to
-        by_class.pooled_other_neighbors(Xw, cw, args.k)
+        pooled.SKIP_OWN_UP_TO = up_to
+        pooled.pooled_other_neighbors(Xw, cw, args.k)
     for n in args.n:
         for L in args.classes:
             rng = np.random.default_rng(0)
@@ -55,9 +55,9 @@ def main() -> None:
             load_before = os.getloadavg()[0]
             out = {}
             for name, up_to in (("skip_own", np.inf), ("bits", 0)):
-                by_class.SKIP_OWN_UP_TO = up_to
+                pooled.SKIP_OWN_UP_TO = up_to
                 t0 = time.perf_counter()
-                idx, dist = by_class.pooled_other_neighbors(X, codes, args.k, own_idx=own)
+                idx, dist = pooled.pooled_other_neighbors(X, codes, args.k, own_idx=own)
                 out[name] = (time.perf_counter() - t0, idx, dist)
             exact = out["skip_own"][1]
             recall = np.mean([len(np.intersect1d(a, b)) for a, b in

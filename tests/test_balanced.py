@@ -16,8 +16,8 @@ from ctsne.affinities.balanced import (
 from ctsne.affinities.modes import input_affinities
 from ctsne.metrics import knn_label_homogeneity
 from ctsne.neighbors import by_class as label_neighbors
-from ctsne.neighbors import search
-from ctsne.neighbors.by_class import pooled_other_neighbors
+from ctsne.neighbors import pooled, search
+from ctsne.neighbors.pooled import pooled_other_neighbors
 
 
 def _bisect(d2: np.ndarray, perplexity: float) -> np.ndarray:
@@ -144,13 +144,13 @@ def test_pooled_lists_skip_the_own_class_in_one_block_tree_search(rng, monkeypat
     # 10 features, searched by the block tree: classes up to SKIP_OWN_UP_TO points ask
     # one search over all points that skips their class; larger classes ask per bit
     monkeypatch.setattr(search, "BLOCK_TREE_FROM", 1000)
-    monkeypatch.setattr(label_neighbors, "SKIP_OWN_UP_TO", 60)
+    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", 60)
     sizes = np.r_[np.full(20, 40), 200, 300, 4]  # 23 classes; the last smaller than k
     codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     n, k = len(codes), 20
     X = rng.normal(size=(n, 10)) + rng.normal(scale=3.0, size=(len(sizes), 10))[codes]
     skipped, built = [], []
-    real = label_neighbors._skip_own_search
+    real = pooled._skip_own_search
 
     def spy(X, codes, k, rows, idx, dist):
         skipped.append(np.sort(rows))
@@ -161,7 +161,7 @@ def test_pooled_lists_skip_the_own_class_in_one_block_tree_search(rng, monkeypat
             built.append(len(rows))
             super().__init__(X, rows, *args, **kwargs)
 
-    monkeypatch.setattr(label_neighbors, "_skip_own_search", spy)
+    monkeypatch.setattr(pooled, "_skip_own_search", spy)
     monkeypatch.setattr(label_neighbors, "SearchIndex", Counting)
     idx, dist = pooled_other_neighbors(X, codes, k, method="exact")
     np.testing.assert_array_equal(skipped[0], np.flatnonzero(np.bincount(codes)[codes] <= 60))
@@ -174,7 +174,7 @@ def test_pooled_lists_skip_the_own_class_in_one_block_tree_search(rng, monkeypat
     np.testing.assert_array_equal(np.sort(idx, axis=1), np.sort(ref, axis=1))
     np.testing.assert_allclose(dist, np.take_along_axis(D, ref, axis=1), rtol=1e-12)
     # the same lists as before this search: per bit for every class
-    monkeypatch.setattr(label_neighbors, "SKIP_OWN_UP_TO", 0)
+    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", 0)
     idx0, dist0 = pooled_other_neighbors(X, codes, k, method="exact")
     np.testing.assert_array_equal(idx0, idx)
     np.testing.assert_array_equal(dist0, dist)
@@ -185,8 +185,8 @@ def test_skipping_search_leaves_empty_slots_and_needs_many_classes(rng, monkeypa
     codes = np.r_[np.zeros(1300, dtype=np.int64), np.arange(1, 9)]  # 9 classes, 4 bits
     X = rng.normal(size=(len(codes), 10))
     calls = []
-    real = label_neighbors._skip_own_search
-    monkeypatch.setattr(label_neighbors, "_skip_own_search",
+    real = pooled._skip_own_search
+    monkeypatch.setattr(pooled, "_skip_own_search",
                         lambda *a: calls.append(1) or real(*a))
     idx, dist = pooled_other_neighbors(X, codes, 20, method="exact")
     assert calls == [1]

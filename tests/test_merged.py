@@ -167,8 +167,8 @@ def small_block_tree(monkeypatch):
 
 @_COPIES
 def test_exactly_merged_lists_are_the_standard_search_lists(rng, small_block_tree):
-    from ctsne.neighbors.by_class import pooled_other_neighbors
     from ctsne.neighbors.own_first import class_tree_lists
+    from ctsne.neighbors.pooled import pooled_other_neighbors
 
     X, codes = _many_classes(rng)
     k = 30
@@ -193,8 +193,8 @@ def test_exact_merge_needs_the_skipping_search_and_small_classes(rng, small_bloc
     assert not merged.exact_merge(X.shape, codes % 5)  # 5 classes: the bit searches
     assert not merged.exact_merge((X.shape[0], 20), codes)  # no block tree in 20 features
     assert not merged.exact_merge(X.shape, codes, metric="cosine")
-    from ctsne.neighbors import by_class
-    monkeypatch.setattr(by_class, "SKIP_OWN_UP_TO", 100)  # classes of 150: by bits
+    from ctsne.neighbors import pooled
+    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", 100)  # classes of 150: by bits
     assert not merged.exact_merge(X.shape, codes)
 
 
@@ -268,8 +268,8 @@ def test_nine_classes_are_not_merged_from_per_class_blocks(rng, small_block_tree
 
 
 def test_equal_distances_merge_in_the_order_of_their_squares(small_block_tree):
-    from ctsne.neighbors.by_class import pooled_other_neighbors
     from ctsne.neighbors.own_first import class_tree_lists
+    from ctsne.neighbors.pooled import pooled_other_neighbors
 
     # two points whose squared distances to the origin, summed feature by feature as the
     # searches sum them, are 1.04 and the next float up: one square root, two squares

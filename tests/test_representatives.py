@@ -4,6 +4,7 @@ import numpy as np
 
 from ctsne.neighbors import by_class as ln
 from ctsne.neighbors.by_class import other_class_neighbors, own_class_neighbors
+from ctsne.neighbors.pooled import pooled_other_neighbors
 from ctsne.neighbors.representatives import (
     REP_EVERY,
     REPS_PER_POINT,
@@ -125,7 +126,7 @@ def test_pooled_bit_searches_through_representatives(rng, monkeypatch):
     codes = np.repeat(np.arange(20), 150)
     X = rng.normal(size=(len(codes), 4)) + 4.0 * rng.normal(size=(20, 4))[codes]
     own, _ = own_class_neighbors(X, codes, 40, method="exact")
-    exact_idx, exact_dist = ln.pooled_other_neighbors(X, codes, 15, method="exact")
+    exact_idx, exact_dist = pooled_other_neighbors(X, codes, 15, method="exact")
     asked = []
     query = ln.SearchIndex.query
 
@@ -135,7 +136,7 @@ def test_pooled_bit_searches_through_representatives(rng, monkeypatch):
 
     monkeypatch.setattr(ln, "REPS_FROM_PAIRS", 0)
     monkeypatch.setattr(ln.SearchIndex, "query", counting)
-    idx, dist = ln.pooled_other_neighbors(X, codes, 15, method="exact", own_idx=own)
+    idx, dist = pooled_other_neighbors(X, codes, 15, method="exact", own_idx=own)
     assert sum(asked) < 0.35 * 5 * len(codes)  # 5 bit searches of n askers each
     assert np.all(codes[idx] != codes[:, None])
     np.testing.assert_allclose(dist, np.sqrt(((X[idx] - X[:, None, :]) ** 2).sum(-1)),
@@ -157,7 +158,7 @@ def test_pooled_lists_hold_each_point_once_when_searches_round_differently(rng, 
     X = rng.normal(scale=0.01, size=(len(codes), 20)) + 1e3
     monkeypatch.setattr(ln, "REPS_FROM_PAIRS", 2e5)
     own, _ = own_class_neighbors(X, codes, 10)
-    idx, dist = ln.pooled_other_neighbors(X, codes, 10, own_idx=own)
+    idx, dist = pooled_other_neighbors(X, codes, 10, own_idx=own)
     assert all(len(np.unique(row)) == 10 for row in idx)
     assert np.all(codes[idx] != codes[:, None]) and np.all(np.isfinite(dist))
     P = revised_affinities(X, codes, 10.0)

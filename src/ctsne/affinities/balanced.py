@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..neighbors.by_class import other_class_neighbors, own_class_neighbors, pooled_other_neighbors
+from ..neighbors.by_class import other_class_neighbors, own_class_neighbors
+from ..neighbors.pooled import pooled_other_neighbors
 from .calibration import block_perplexity, calibrate_blocks
 from .options import default_within_weight, n_neighbors_for
 from .symmetry import symmetrize

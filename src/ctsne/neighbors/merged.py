@@ -18,7 +18,7 @@ pynndescent), a point can miss a nearer point the block missed, as the pynndesce
 search over all points that the merge replaces can.
 
 With many classes where the fit's exact search is the block tree, the pooled lists are
-exact too (one search that skips the own class, :func:`ctsne.neighbors.by_class.skips_own_class`)
+exact too (one search that skips the own class, :func:`ctsne.neighbors.pooled.skips_own_class`)
 and the own-class lists come from class trees of the same distance code
 (:func:`ctsne.neighbors.own_first.class_tree_lists`): :func:`exact_merged_lists` then gives
 the standard search's lists themselves, ties broken by index as there, without the search
@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
-from . import by_class
+from . import pooled
 from .brute import squared_distance
 from .own_first import OWN_FIRST_UP_TO
 from .search import TREE_DIMS, ExactIndex, drop_self, is_exact_search
@@ -148,15 +148,15 @@ def merge_first(X: np.ndarray, codes: np.ndarray, k: int, method: str, metric: s
 def exact_merge(shape: tuple[int, int], codes: np.ndarray, method: str = "auto",
                 metric: str = "euclidean") -> bool:
     """Whether :func:`exact_merged_lists` gives the standard search's lists: every class
-    within :data:`ctsne.neighbors.by_class.SKIP_OWN_UP_TO` points where the pooled lists
-    skip the own class (:func:`ctsne.neighbors.by_class.skips_own_class`). The caller
+    within :data:`ctsne.neighbors.pooled.SKIP_OWN_UP_TO` points where the pooled lists
+    skip the own class (:func:`ctsne.neighbors.pooled.skips_own_class`). The caller
     checks that its other-class lists are pooled (one list of k, not blocks per class)."""
     sizes = np.bincount(codes)
-    return bool(by_class.skips_own_class(shape, len(sizes), method, metric)
-                and sizes.max() <= by_class.SKIP_OWN_UP_TO)
+    return bool(pooled.skips_own_class(shape, len(sizes), method, metric)
+                and sizes.max() <= pooled.SKIP_OWN_UP_TO)
 
 
-@kernel(by_class.PARALLEL_FROM_ENTRIES)
+@kernel(pooled.PARALLEL_FROM_ENTRIES)
 def _merge_sorted(X, a_idx, a_dist, b_idx, b_dist, idx, dist):
     # two lists per row, each ascending in (squared distance, index), merged into the
     # first k (k = idx.shape[1]) in that order: the block tree's. Equal distances are
