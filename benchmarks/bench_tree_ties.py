@@ -37,17 +37,22 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "experiments"))
 
 
-def diamonds(path: Path) -> np.ndarray:
-    """plotnine's diamonds: 7 numeric columns and 3 ordinal grades, standardised."""
-    grades = {"cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
-              "color": list("DEFGHIJ"),
-              "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]}
+# diamonds' ordinal grades, worst first, and their columns in diamonds()' features
+GRADES = {"cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
+          "color": list("DEFGHIJ"),
+          "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]}
+GRADE_COLUMN = {"cut": 1, "color": 2, "clarity": 3}
+
+
+def diamonds(path: Path) -> tuple[np.ndarray, dict]:
+    """plotnine's diamonds: 7 numeric columns and the 3 ordinal grades as integers,
+    standardised, and each grade's codes (0 = worst)."""
     rows = list(csv.DictReader(path.open()))
-    X = np.array([[float(r["carat"]), grades["cut"].index(r["cut"]),
-                   grades["color"].index(r["color"]), grades["clarity"].index(r["clarity"]),
+    codes = {g: np.array([levels.index(r[g]) for r in rows]) for g, levels in GRADES.items()}
+    X = np.array([[float(r["carat"]), codes["cut"][a], codes["color"][a], codes["clarity"][a],
                    float(r["depth"]), float(r["table"]), np.log(float(r["price"])),
-                   float(r["x"]), float(r["y"]), float(r["z"])] for r in rows])
-    return (X - X.mean(axis=0)) / X.std(axis=0)
+                   float(r["x"]), float(r["y"]), float(r["z"])] for a, r in enumerate(rows)])
+    return (X - X.mean(axis=0)) / X.std(axis=0), codes
 
 
 def largest_tie(X: np.ndarray) -> float:
@@ -73,7 +78,7 @@ def main() -> None:
             "integer-grid-9d": np.random.default_rng(3).integers(0, 4, (30_000, 9)).astype(float),
             "paper-style-10d": separated_data(50_000, 5, 10, np.random.default_rng(0))[0]}
     if args.diamonds is not None:
-        sets["diamonds"] = diamonds(args.diamonds)
+        sets["diamonds"] = diamonds(args.diamonds)[0]
     BlockTree(X_adult[:2000]).query(X_adult[:2000], args.k)  # compiled before timing
     for name, X in sets.items():
         load_before = os.getloadavg()[0]
