@@ -5,7 +5,7 @@ lists as scipy's tree where ctsne's exact search hands it the work."""
 import numpy as np
 import pytest
 
-from ctsne.neighbors import own_first, search
+from ctsne.neighbors import kdtree, own_first, search
 from ctsne.neighbors.kdtree import BlockTree
 from ctsne.neighbors.own_first import own_first_lists
 
@@ -241,8 +241,64 @@ def test_points_all_equal_still_split():
 
 
 def test_every_feature_mostly_one_value(rng):
-    # no feature can split with its median's ties on one side: plain median splits
+    # near the root no feature can split with its median's ties on one side: plain
+    # median splits there, tie-aware ones further down
     X = np.where(rng.random((3000, 9)) < 0.9, 0.0, rng.normal(size=(3000, 9)))
     tree = BlockTree(X, leaf_size=64)
-    assert tree.counts.max() <= 64 and tree.counts.sum() == len(X)
+    assert (64 + 1) // 4 <= tree.counts.min() and tree.counts.max() <= 64
+    assert tree.counts.sum() == len(X)
     _check_self(X, 30)
+
+
+def test_leaf_size_below_one_is_refused(rng):
+    with pytest.raises(ValueError, match="leaf_size"):
+        BlockTree(rng.normal(size=(50, 3)), leaf_size=0)
+
+
+def test_without_ties_each_node_splits_its_largest_variance_at_the_median(rng):
+    X = rng.normal(size=(5000, 6)) * np.array([1.0, 3.0, 0.5, 2.0, 1.5, 2.5])
+    perm, start, stop, left, right, lo, hi = kdtree._build(X, 64)
+    inner = np.flatnonzero(left >= 0)
+    assert len(inner) > 20
+    for v in inner:
+        a, b = left[v], right[v]
+        pts = X[perm[start[v]:stop[v]]]
+        assert stop[a] - start[a] == (stop[v] - start[v]) // 2
+        j = int(np.argmax(pts.var(axis=0)))
+        assert X[perm[start[a]:stop[a]], j].max() <= X[perm[start[b]:stop[b]], j].min()
+
+
+def test_own_class_lists_from_the_tree_the_fit_chooses(monkeypatch, rng):
+    """Classes above BRUTE_UP_TO in a fit searched by the block tree: the block tree's
+    lists (not scipy's), equal to the brute-force reference with ties by index."""
+    from ctsne.neighbors import by_class
+
+    monkeypatch.setattr(search, "BLOCK_TREE_FROM", 2000)
+    monkeypatch.setattr(by_class, "BRUTE_UP_TO", 100)
+    sizes = [1200, 900, 600, 101, 5, 1]
+    codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    X = rng.integers(0, 3, (len(codes), 10)).astype(float)  # ties everywhere
+    built = []
+    real = by_class.ExactIndex
+
+    def spy(data, *args, **kwargs):
+        index = real(data, *args, **kwargs)
+        built.append(index._blocks is not None)
+        return index
+    monkeypatch.setattr(by_class, "ExactIndex", spy)
+    k = 30
+    idx, dist = by_class.own_class_neighbors(X, codes, k, method="exact")
+    assert built == [True] * 4  # the four classes above 100 points, by the block tree
+    for c, size in enumerate(sizes):
+        rows = np.flatnonzero(codes == c)
+        kc = min(k, size - 1)
+        if kc < 1:
+            continue
+        want_idx, want_dist = _brute(X[rows], X[rows], kc + 1)
+        # each point first in its own list (distance 0, and the lowest index among its
+        # copies only if it is one): drop it the way the search does
+        keep = want_idx != np.arange(len(rows))[:, None]
+        keep[keep.all(axis=1), -1] = False
+        got = rows[want_idx[keep].reshape(len(rows), kc)]
+        np.testing.assert_array_equal(idx[rows, :kc], got)
+        np.testing.assert_array_equal(dist[rows, :kc], want_dist[keep].reshape(len(rows), kc))

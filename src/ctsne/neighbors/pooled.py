@@ -25,8 +25,8 @@ from .._parallel import kernel
 from . import by_class
 from .search import QUERY_CHUNK, is_exact_search, uses_block_tree
 
-__all__ = ["EXTRA_UP_TO", "SKIP_OWN_FROM_BITS", "SKIP_OWN_UP_TO", "class_bits",
-           "pooled_other_neighbors", "skips_own_class"]
+__all__ = ["EXTRA_UP_TO", "PARALLEL_FROM_ENTRIES", "SKIP_OWN_FROM_BITS", "SKIP_OWN_UP_TO",
+           "class_bits", "pooled_other_neighbors", "skips_own_class"]
 
 # A point of a class with at most EXTRA_UP_TO·k other points finds its nearest points of
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
