@@ -116,14 +116,14 @@ def _build(X, leaf_size):
     Each node splits on its feature of largest variance whose median split keeps the
     median's ties on one side (:func:`_split`, the features tried in order of variance),
     else at the plain median of the first (both children's boxes then hold the median
-    value there). All points' 91 nearest on 2 cores (2026-11-29), splits on the widest
-    feature (by range, as before) against these, same process: paper-style 10-D 100k
-    points 3.20 → 1.95 s, a 15-D mixture of 100 Gaussians 7.97 → 5.16 s, uniform 10-D
-    0.91×, a Swiss roll with noise 1.02×; on real data with ties, where the range choice
-    had already gained from the tie-aware split (UCI Adult 32,561 × 8 1.08 → 0.65 s,
-    plotnine's diamonds 53,940 × 10 1.56 → 1.21 s, an integer grid 1.52 → 0.74 s), a
-    further 0.93× (Adult), 0.86× (diamonds), 1.02× (integer grid). The exact lists do not
-    depend on the tree.
+    value there). All points' 91 nearest on 2 cores (2026-11-29, alternating processes),
+    splits on the widest feature by range (as before) against these: paper-style 10-D
+    100k points 2.28 → 1.94 s, a 15-D mixture of 100 Gaussians 5.03 → 4.64 s, uniform
+    10-D and a Swiss roll with noise unchanged; on real data with ties, where the range
+    choice had already gained from the tie-aware split (UCI Adult 32,561 × 8 1.08 →
+    0.66 s, plotnine's diamonds 53,940 × 10 1.56 → 1.21 s, an integer grid 1.52 → 0.69 s),
+    Adult 0.66 → 0.58 s, diamonds 1.21 → 1.10 s, the grid unchanged. The exact lists do
+    not depend on the tree.
 
     Returns the points in leaf order, and per node: first and last point (exclusive), the
     children (−1 for a leaf) and the bounding box.
