@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
+from .brute import insert_sorted
 
 __all__ = ["REP_EVERY", "REPS_PER_POINT", "representatives", "lists_from_representatives"]
 
@@ -89,16 +90,8 @@ def _from_reps(X, queries, own_idx, slot, rep_idx, k, tasks, out_idx, out_dist):
                         z = X[x, f] - X[j, f]
                         acc += z * z
                     du = np.sqrt(acc)
-                    if not du < best_d[k - 1]:
-                        continue
-                    # insertion keeps the list sorted; equal distances keep arrival order
-                    pos = k - 1
-                    while pos > 0 and best_d[pos - 1] > du:
-                        best_d[pos] = best_d[pos - 1]
-                        best_i[pos] = best_i[pos - 1]
-                        pos -= 1
-                    best_d[pos] = du
-                    best_i[pos] = j
+                    if du < best_d[k - 1]:  # equal distances keep arrival order
+                        insert_sorted(best_d, best_i, du, j)
                 got += 1
                 if got == REPS_PER_POINT:
                     break
