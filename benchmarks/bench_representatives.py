@@ -53,7 +53,7 @@ def adult_priors(path: Path):
     sys.path.insert(0, str(HERE.parent / "experiments"))
     from representatives_check import load
 
-    X, _, _ = load(path)
+    X, _ = load(path)
     lines = [ln for ln in path.read_text().splitlines()[1:] if ln.strip()]
     cols = list(zip(*(ln.split(", ") for ln in lines), strict=True))
     for name, j in (("gender", 9), ("race", 8), ("relationship", 7), ("marital-status", 5)):

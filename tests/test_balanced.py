@@ -203,6 +203,60 @@ def test_skipping_search_leaves_empty_slots_and_needs_many_classes(rng, monkeypa
     assert calls == [1]
 
 
+def test_sampled_own_reads_count_the_class_inside_the_kth_other_point(rng, monkeypatch):
+    from scipy.spatial.distance import cdist
+
+    monkeypatch.setattr(pooled, "_SAMPLE_CHUNK", 70)  # several chunks on both sides
+    codes = rng.permutation(np.repeat(np.arange(4), [300, 90, 120, 5]))
+    X = rng.normal(size=(len(codes), 6)) + 2.0 * (codes == 0)[:, None]
+    k = 25
+    for c in range(4):
+        rows = np.flatnonzero(codes == c)
+        sample = rows[np.linspace(0, len(rows) - 1,
+                                  min(pooled.SKIP_SAMPLE, len(rows))).astype(np.int64)]
+        D = cdist(X[sample], X)
+        kth = np.sort(D[:, codes != c], axis=1)[:, k - 1]
+        want = np.mean((D[:, codes == c] < kth[:, None]).sum(axis=1))
+        assert pooled.sampled_own_reads(X, codes, [c], k)[0] == want
+    together = pooled.sampled_own_reads(X, codes, np.arange(4), k)  # one pass for all
+    np.testing.assert_array_equal(
+        together, [pooled.sampled_own_reads(X, codes, [c], k)[0] for c in range(4)])
+    # the class of 5 has 510 other points around it, so it reads little of itself; the
+    # shifted class of 300 reads a good part of itself
+    assert together[3] <= 5 and together[0] > 50
+
+
+def test_a_large_class_among_the_others_skips_its_own_class(rng, monkeypatch):
+    # SKIP_OWN_UP_TO = 60: classes of 40 skip their class; of the two larger ones, the
+    # one spread among the others reads little of itself and skips it too, while the one
+    # lying apart reads all of itself and asks per bit
+    monkeypatch.setattr(search, "BLOCK_TREE_FROM", 1000)
+    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", 60)
+    centres = rng.normal(scale=3.0, size=(21, 10))
+    codes = np.r_[np.repeat(np.arange(20), 40), np.full(300, 20), np.full(200, 21)]
+    where = np.r_[np.repeat(np.arange(20), 40), np.arange(300) % 20, np.full(200, 20)]
+    X = centres[where] + rng.normal(size=(len(codes), 10))
+    X[codes == 21] += 30.0
+    order = rng.permutation(len(codes))
+    X, codes = X[order], codes[order]
+    k = 20
+    np.testing.assert_array_equal(pooled.skipping_classes(X, codes, k), np.arange(22) < 21)
+    skipped = []
+    real = pooled._skip_own_search
+    monkeypatch.setattr(pooled, "_skip_own_search",
+                        lambda X, codes, k, rows, idx, dist: skipped.append(np.sort(rows))
+                        or real(X, codes, k, rows, idx, dist))
+    idx, dist = pooled_other_neighbors(X, codes, k, method="exact")
+    np.testing.assert_array_equal(skipped[0], np.flatnonzero(codes < 21))
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    D[codes[:, None] == codes[None, :]] = np.inf
+    ref = np.argsort(D, axis=1)[:, :k]
+    mixed = codes == 20  # exact lists (the class apart's come from the bit searches)
+    np.testing.assert_array_equal(np.sort(idx[mixed], axis=1), np.sort(ref[mixed], axis=1))
+    np.testing.assert_allclose(dist[mixed], np.take_along_axis(D, ref, axis=1)[mixed],
+                               rtol=1e-12)
+
+
 def test_reused_standard_lists_give_the_same_balanced_p(rng):
     from ctsne.neighbors.search import nearest_neighbors
 

@@ -172,7 +172,7 @@ def test_exactly_merged_lists_are_the_standard_search_lists(rng, small_block_tre
 
     X, codes = _many_classes(rng)
     k = 30
-    assert merged.exact_merge(X.shape, codes)
+    assert merged.exact_merge(X, codes, k)
     own_idx, own_dist = class_tree_lists(X, codes, k)
     other_idx, other_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx)
     idx, dist = merged.exact_merged_lists(X, own_idx, own_dist, other_idx, other_dist, k)
@@ -189,13 +189,20 @@ def test_exactly_merged_lists_are_the_standard_search_lists(rng, small_block_tre
 def test_exact_merge_needs_the_skipping_search_and_small_classes(rng, small_block_tree,
                                                                   monkeypatch):
     X, codes = _many_classes(rng)
-    assert merged.exact_merge(X.shape, codes)
-    assert not merged.exact_merge(X.shape, codes % 5)  # 5 classes: the bit searches
-    assert not merged.exact_merge((X.shape[0], 20), codes)  # no block tree in 20 features
-    assert not merged.exact_merge(X.shape, codes, metric="cosine")
+    assert merged.exact_merge(X, codes, 30)
+    assert not merged.exact_merge(X, codes % 5, 30)  # 5 classes: the bit searches
+    wide = np.hstack([X, X[:, :11]])
+    assert not merged.exact_merge(wide, codes, 30)  # no block tree in 20 features
+    assert not merged.exact_merge(X, codes, 30, metric="cosine")
     from ctsne.neighbors import pooled
-    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", 100)  # classes of 150: by bits
-    assert not merged.exact_merge(X.shape, codes)
+    # classes of 150 over SKIP_OWN_UP_TO: each skips its own class (and the merge is
+    # exact) only where its sampled queries read at most that many of its points
+    reads = pooled.sampled_own_reads(X, codes, np.arange(12), 30)
+    assert max(reads) > 100  # a class lying apart reads most of itself
+    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", max(reads) - 1)
+    assert not merged.exact_merge(X, codes, 30)
+    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", max(reads) + 1)
+    assert merged.exact_merge(X, codes, 30)
 
 
 def _spy(monkeypatch, module, name):
@@ -258,7 +265,7 @@ def test_nine_classes_are_not_merged_from_per_class_blocks(rng, small_block_tree
     # nine classes pass the skipping search's bit count, but the balanced P gives each
     # other class a block of its own (eight other classes): those lists are not pooled
     X, codes = _many_classes(rng, classes=9)
-    assert merged.exact_merge(X.shape, codes)
+    assert merged.exact_merge(X, codes, 30)
     merges = _spy(monkeypatch, modes, "exact_merged_lists")
     monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)  # a guess for the balanced order
     monkeypatch.setattr(modes, "switch_expected", lambda *a: True)
@@ -290,7 +297,7 @@ def test_equal_distances_merge_in_the_order_of_their_squares(small_block_tree):
     for other, own in ((a, b), (b, a)):  # the other-class point's square larger, smaller
         X = np.vstack([np.zeros(8), other, own, closer, far])
         codes = np.r_[0, 1, 0, np.zeros(28), np.arange(600) % 10].astype(np.int64)
-        assert merged.exact_merge(X.shape, codes)
+        assert merged.exact_merge(X, codes, k)
         own_idx, own_dist = class_tree_lists(X, codes, k)
         other_idx, other_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx)
         idx, dist = merged.exact_merged_lists(X, own_idx, own_dist, other_idx, other_dist, k)

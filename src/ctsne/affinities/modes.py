@@ -162,7 +162,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
                                           lists.other_dist, lists.block_width, k, metric,
                                           n_jobs)
         elif ((labelled is None or np.all(labelled)) and int(classes.max()) > PER_CLASS_UP_TO
-              and exact_merge(X.shape, classes, neighbors, metric)):  # pooled lists only
+              and exact_merge(X, classes, k, neighbors, metric)):  # pooled lists only
             lists, trust = _balanced_first(X, classes, perplexity, k, search, progress)
             if lists is not None:
                 found = exact_merged_lists(X, lists.own_idx, lists.own_dist,

@@ -145,15 +145,14 @@ def merge_first(X: np.ndarray, codes: np.ndarray, k: int, method: str, metric: s
             and apart_share(X, codes, k, metric) <= OWN_FIRST_UP_TO)
 
 
-def exact_merge(shape: tuple[int, int], codes: np.ndarray, method: str = "auto",
+def exact_merge(X: np.ndarray, codes: np.ndarray, k: int, method: str = "auto",
                 metric: str = "euclidean") -> bool:
-    """Whether :func:`exact_merged_lists` gives the standard search's lists: every class
-    within :data:`ctsne.neighbors.pooled.SKIP_OWN_UP_TO` points where the pooled lists
-    skip the own class (:func:`ctsne.neighbors.pooled.skips_own_class`). The caller
-    checks that its other-class lists are pooled (one list of k, not blocks per class)."""
-    sizes = np.bincount(codes)
-    return bool(pooled.skips_own_class(shape, len(sizes), method, metric)
-                and sizes.max() <= pooled.SKIP_OWN_UP_TO)
+    """Whether :func:`exact_merged_lists` gives the standard search's lists: the pooled
+    lists skip the own class (:func:`ctsne.neighbors.pooled.skips_own_class`) for every
+    class (:func:`ctsne.neighbors.pooled.skipping_classes`, at k). The caller checks that
+    its other-class lists are pooled (one list of k, not blocks per class)."""
+    return bool(pooled.skips_own_class(X.shape, int(codes.max()) + 1, method, metric)
+                and pooled.skipping_classes(X, codes, k).all())
 
 
 @kernel(pooled.PARALLEL_FROM_ENTRIES)

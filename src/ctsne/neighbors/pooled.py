@@ -9,10 +9,12 @@ into the running k nearest. 2⌈log₂ L⌉ indices over n/2 points each, not L 
 are far searches (:class:`ctsne.neighbors.by_class.SearchIndex`, through representatives
 above ``REPS_FROM_PAIRS``).
 
-Where the fit's exact search is the block tree, points of classes up to
-:data:`SKIP_OWN_UP_TO` points find the pooled list in one search over all points that
-skips their own class (:meth:`ctsne.neighbors.kdtree.BlockTree.query`), exact and faster
-than the bits (measured at :data:`SKIP_OWN_UP_TO`); elsewhere points of small classes search k + n_c
+Where the fit's exact search is the block tree, points of classes whose queries read at
+most :data:`SKIP_OWN_UP_TO` points of their own class (every class up to that size; a
+larger one where a sample shows it, :func:`skipping_classes`) find the pooled list in one
+search over all points that skips their own class
+(:meth:`ctsne.neighbors.kdtree.BlockTree.query`), exact and faster than the bits
+(measured at :data:`SKIP_OWN_UP_TO`); elsewhere points of small classes search k + n_c
 neighbours of all points once.
 """
 
@@ -26,7 +28,8 @@ from . import by_class
 from .search import QUERY_CHUNK, is_exact_search, uses_block_tree
 
 __all__ = ["EXTRA_UP_TO", "PARALLEL_FROM_ENTRIES", "SKIP_OWN_FROM_BITS", "SKIP_OWN_UP_TO",
-           "class_bits", "pooled_other_neighbors", "skips_own_class"]
+           "SKIP_SAMPLE", "class_bits", "pooled_other_neighbors", "sampled_own_reads",
+           "skipping_classes", "skips_own_class"]
 
 # A point of a class with at most EXTRA_UP_TO·k other points finds its nearest points of
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
@@ -42,6 +45,17 @@ EXTRA_UP_TO = 2
 # blob far from the others (the worst case), classes of 1,000-10,000: 2.4-1.05×, of
 # 20,000: 0.71× (the bit lists' recall 0.81 there, 0.91-0.99 elsewhere).
 SKIP_OWN_UP_TO = 10_000
+# What such a query costs is the points of its own class it reads: those nearer than its
+# k-th answer. A class lying apart reads all of itself, hence the size above; a larger
+# class among the others reads far fewer, and skips its own class too where SKIP_SAMPLE of
+# its points, evenly spaced in it, read at most SKIP_OWN_UP_TO on average (counted by
+# brute force: ~0.07 s a class at 160,000 points; 64 points took 0.2 s). UCI Adult's
+# education prior (16 classes, 32,561 rows, 2026-11-29): its class of 10,501 reads ~230,
+# and its pooled lists became exact (the P moved by a total variation of 0.0003), its
+# balanced P 2.7-3.0 -> 2.1-2.7 s, "auto" 4.1-4.2 -> 2.2-3.1 s (the balanced lists now
+# first); one Gaussian blob per class (bench_pooled.py --blobs), classes of 12,000-20,000
+# read all of theirs and keep the bits, 1.4-2.2x faster there than skipping.
+SKIP_SAMPLE = 16
 # ... and only with at least this many class bits (9 classes or more): with fewer, the
 # bit searches are few (revised ct-SNE pools two classes in one far search) and a class
 # lying apart costs the skipping search more (20,000 points in two classes of 10,000,
@@ -107,14 +121,69 @@ def _merge_into(idx, dist, rows, new_idx, new_dist, codes, b):
 
 def skips_own_class(shape: tuple[int, int], n_classes: int, method: str = "auto",
                     metric: str = "euclidean") -> bool:
-    """Whether :func:`pooled_other_neighbors` answers the points of classes up to
-    :data:`SKIP_OWN_UP_TO` points by one search that skips their own class: Euclidean,
+    """Whether :func:`pooled_other_neighbors` answers the points of some classes
+    (:func:`skipping_classes`) by one search that skips their own class: Euclidean,
     the fit's exact search is the block tree, at least :data:`SKIP_OWN_FROM_BITS` class
-    bits. Where every class is that small, each pooled list is then the exact k nearest
+    bits. Where every class does, each pooled list is then the exact k nearest
     points of the other classes, in the block tree's distances (bit for bit those of the
     standard search)."""
     return (metric == "euclidean" and uses_block_tree(*shape) and is_exact_search(*shape, method)
             and class_bits(n_classes) >= SKIP_OWN_FROM_BITS)
+
+
+# Points read per sampled query at a time (all samples × 4,096 points: the products stay
+# in cache).
+_SAMPLE_CHUNK = 4_096
+
+
+def sampled_own_reads(X: np.ndarray, codes: np.ndarray, classes: np.ndarray,
+                      k: int) -> np.ndarray:
+    """How many points of each of ``classes`` a search that skips its class reads per
+    query: the mean, over :data:`SKIP_SAMPLE` of its points evenly spaced in it, of its
+    points nearer than the query's k-th nearest point of the other classes (the query
+    itself included). Squared distances through matrix products (an estimate's
+    arithmetic, a few units in the last place, not a search's), all classes at once, in
+    two passes over the points: the k-th other-class distance, then the count."""
+    picks = [rows[np.linspace(0, len(rows) - 1, min(SKIP_SAMPLE, len(rows))).astype(np.int64)]
+             for rows in (np.flatnonzero(codes == c) for c in classes)]
+    sample = np.concatenate(picks)
+    Q = np.asarray(X[sample], dtype=np.float64)
+    mine = codes[sample][:, None]
+    kk = min(k, len(codes) - int(np.bincount(codes)[np.asarray(classes)].max()))
+    qq = (Q * Q).sum(axis=1)[:, None]
+
+    def squares(start):
+        Y = np.asarray(X[start:start + _SAMPLE_CHUNK], dtype=np.float64)
+        d2 = Q @ Y.T
+        d2 *= -2.0
+        d2 += qq
+        d2 += (Y * Y).sum(axis=1)[None, :]
+        return d2, codes[start:start + _SAMPLE_CHUNK][None, :] == mine
+
+    nearest = []  # each chunk's kk nearest other-class points, then theirs
+    for start in range(0, len(codes), _SAMPLE_CHUNK):
+        d2, own = squares(start)
+        d2[own] = np.inf
+        nearest.append(np.partition(d2, kk - 1, axis=1)[:, :kk] if d2.shape[1] > kk else d2)
+    kth = np.partition(np.hstack(nearest), kk - 1, axis=1)[:, kk - 1:kk] if kk > 0 else \
+        np.full((len(Q), 1), np.inf)
+    read = np.zeros(len(Q))
+    for start in range(0, len(codes), _SAMPLE_CHUNK):
+        d2, own = squares(start)
+        read += np.count_nonzero(own & (d2 < kth), axis=1)
+    return np.array([part.mean() for part in
+                     np.split(read, np.cumsum([len(p) for p in picks])[:-1])])
+
+
+def skipping_classes(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
+    """Which classes (bool (L,)) find their pooled lists by the search that skips the own
+    class, where :func:`skips_own_class` allows it: each of at most :data:`SKIP_OWN_UP_TO`
+    points, and each larger one whose :func:`sampled_own_reads` are at most that."""
+    skip = np.bincount(codes) <= SKIP_OWN_UP_TO
+    large = np.flatnonzero(~skip)
+    if len(large):
+        skip[large] = sampled_own_reads(X, codes, large, k) <= SKIP_OWN_UP_TO
+    return skip
 
 
 def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
@@ -122,8 +191,8 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     """Each point's ``k`` nearest points among all other classes, by ⌈log₂ L⌉ bit splits.
 
     Points of small classes search all points at once instead: with the block tree (and
-    at least :data:`SKIP_OWN_FROM_BITS` class bits) classes up to :data:`SKIP_OWN_UP_TO`
-    points skip their own class in one exact search; otherwise classes of at most
+    at least :data:`SKIP_OWN_FROM_BITS` class bits) the classes of
+    :func:`skipping_classes` skip their own class in one exact search; otherwise classes of at most
     ``EXTRA_UP_TO·k + 1`` points search k + n_c neighbours. ``own_idx`` and
     ``far_search`` concern the bit searches only.
 
@@ -142,7 +211,8 @@ def pooled_other_neighbors(X, codes, k, method="auto", metric="euclidean",
     L = len(sizes)
     idx, dist = by_class._empty(n, k)
     skip_own = skips_own_class(X.shape, L, method, metric)
-    small = sizes[codes] <= (SKIP_OWN_UP_TO if skip_own else EXTRA_UP_TO * k + 1)
+    small = (skipping_classes(X, codes, k)[codes] if skip_own
+             else sizes[codes] <= EXTRA_UP_TO * k + 1)
     if small.any() and skip_own:
         _skip_own_search(X, codes, k, np.flatnonzero(small), idx, dist)
     elif small.any():
