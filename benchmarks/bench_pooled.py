@@ -5,10 +5,11 @@
 
 With more than ``PER_CLASS_UP_TO + 1`` classes the balanced P pools each point's other
 classes into one list of k. Where the fit's exact search is the block tree (8-15
-features), points of classes up to ``ctsne.neighbors.pooled.SKIP_OWN_UP_TO`` find it in
-one search over all points that skips their own class; larger classes search per bit of
-their class code (2⌈log₂ L⌉ far searches, through representatives above
-``REPS_FROM_PAIRS``). This times both for every class size on the data of
+features), points of classes whose queries read at most
+``ctsne.neighbors.pooled.SKIP_OWN_UP_TO`` points of their own class
+(``pooled.skipping_classes``) find it in one search over all points that skips their own
+class; the others search per bit of their class code (2⌈log₂ L⌉ far searches, through
+representatives above ``REPS_FROM_PAIRS``). This times both for every class size on the data of
 ``bench_balanced.py`` (classes shifted apart: the worst case for skipping, whose queries
 read their own class's points nearer than the k-th answer), given the own-class lists as
 the balanced P gives them, and the recall of the bit searches' lists against the skipping
@@ -39,8 +40,11 @@ def main() -> None:
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     Xw, cw = separated_data(30_000, 40, args.dims, np.random.default_rng(1))
-    for up_to in (np.inf, 0):  # compile both paths outside the timings
-        pooled.SKIP_OWN_UP_TO = up_to
+    def every_class(skip: bool):  # each class skips its own class, or none does
+        return lambda X, codes, k, **kw: np.full(int(codes.max()) + 1, skip)
+
+    for skip in (True, False):  # compile both paths outside the timings
+        pooled.skipping_classes = every_class(skip)
         pooled.pooled_other_neighbors(Xw, cw, args.k)
     for n in args.n:
         for L in args.classes:
@@ -54,8 +58,8 @@ def main() -> None:
             own, _ = by_class.own_class_neighbors(X, codes, args.k)
             load_before = os.getloadavg()[0]
             out = {}
-            for name, up_to in (("skip_own", np.inf), ("bits", 0)):
-                pooled.SKIP_OWN_UP_TO = up_to
+            for name, skip in (("skip_own", True), ("bits", False)):
+                pooled.skipping_classes = every_class(skip)
                 t0 = time.perf_counter()
                 idx, dist = pooled.pooled_other_neighbors(X, codes, args.k, own_idx=own)
                 out[name] = (time.perf_counter() - t0, idx, dist)

@@ -217,13 +217,14 @@ def test_sampled_own_reads_count_the_class_inside_the_kth_other_point(rng, monke
         D = cdist(X[sample], X)
         kth = np.sort(D[:, codes != c], axis=1)[:, k - 1]
         want = np.mean((D[:, codes == c] < kth[:, None]).sum(axis=1))
-        assert pooled.sampled_own_reads(X, codes, [c], k)[0] == want
-    together = pooled.sampled_own_reads(X, codes, np.arange(4), k)  # one pass for all
-    np.testing.assert_array_equal(
-        together, [pooled.sampled_own_reads(X, codes, [c], k)[0] for c in range(4)])
+        assert pooled.sampled_own_reads(X, codes, c, k) == want
     # the class of 5 has 510 other points around it, so it reads little of itself; the
     # shifted class of 300 reads a good part of itself
-    assert together[3] <= 5 and together[0] > 50
+    assert pooled.sampled_own_reads(X, codes, 3, k) <= 5
+    assert pooled.sampled_own_reads(X, codes, 0, k) > 50
+    # a class with fewer than k points elsewhere: its queries never find k, and read it all
+    few = np.r_[np.zeros(300, dtype=np.int64), np.repeat(np.arange(1, 9), 2)]
+    assert pooled.sampled_own_reads(rng.normal(size=(316, 6)), few, 0, k) == 300
 
 
 def test_a_large_class_among_the_others_skips_its_own_class(rng, monkeypatch):
@@ -241,6 +242,8 @@ def test_a_large_class_among_the_others_skips_its_own_class(rng, monkeypatch):
     X, codes = X[order], codes[order]
     k = 20
     np.testing.assert_array_equal(pooled.skipping_classes(X, codes, k), np.arange(22) < 21)
+    np.testing.assert_array_equal(pooled.skipping_classes(X, codes, k, until_refused=True),
+                                  np.arange(22) < 21)
     skipped = []
     real = pooled._skip_own_search
     monkeypatch.setattr(pooled, "_skip_own_search",

@@ -186,8 +186,8 @@ def test_exactly_merged_lists_are_the_standard_search_lists(rng, small_block_tre
 
 
 @_COPIES
-def test_exact_merge_needs_the_skipping_search_and_small_classes(rng, small_block_tree,
-                                                                  monkeypatch):
+def test_exact_merge_needs_the_skipping_search_for_every_class(rng, small_block_tree,
+                                                               monkeypatch):
     X, codes = _many_classes(rng)
     assert merged.exact_merge(X, codes, 30)
     assert not merged.exact_merge(X, codes % 5, 30)  # 5 classes: the bit searches
@@ -197,12 +197,12 @@ def test_exact_merge_needs_the_skipping_search_and_small_classes(rng, small_bloc
     from ctsne.neighbors import pooled
     # classes of 150 over SKIP_OWN_UP_TO: each skips its own class (and the merge is
     # exact) only where its sampled queries read at most that many of its points
-    reads = pooled.sampled_own_reads(X, codes, np.arange(12), 30)
-    assert max(reads) > 100  # a class lying apart reads most of itself
-    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", max(reads) - 1)
-    assert not merged.exact_merge(X, codes, 30)
-    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", max(reads) + 1)
-    assert merged.exact_merge(X, codes, 30)
+    monkeypatch.setattr(pooled, "SKIP_OWN_UP_TO", 100)
+    assert max(pooled.sampled_own_reads(X, codes, c, 30) for c in range(12)) > 100
+    assert not merged.exact_merge(X, codes, 30)  # classes lying apart read themselves
+    mixed = rng.permutation(codes)  # the same classes spread among each other
+    assert max(pooled.sampled_own_reads(X, mixed, c, 30) for c in range(12)) < 20
+    assert merged.exact_merge(X, mixed, 30)
 
 
 def _spy(monkeypatch, module, name):

@@ -152,7 +152,7 @@ def exact_merge(X: np.ndarray, codes: np.ndarray, k: int, method: str = "auto",
     class (:func:`ctsne.neighbors.pooled.skipping_classes`, at k). The caller checks that
     its other-class lists are pooled (one list of k, not blocks per class)."""
     return bool(pooled.skips_own_class(X.shape, int(codes.max()) + 1, method, metric)
-                and pooled.skipping_classes(X, codes, k).all())
+                and pooled.skipping_classes(X, codes, k, until_refused=True).all())
 
 
 @kernel(pooled.PARALLEL_FROM_ENTRIES)

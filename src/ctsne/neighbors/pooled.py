@@ -35,31 +35,30 @@ __all__ = ["EXTRA_UP_TO", "PARALLEL_FROM_ENTRIES", "SKIP_OWN_FROM_BITS", "SKIP_O
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
 # class's), instead of one search per bit.
 EXTRA_UP_TO = 2
-# Where the fit's exact search is the block tree, the points of classes of at most this
-# many points find their nearest points of all other classes in one exact search over all
-# points that skips each query's own class, instead of per bit. Such a query reads its
-# own class's points nearer than its k-th answer, so a large class lying apart reads most
-# of itself. benchmarks/bench_pooled.py (10-D, k = 91, 2026-11-29), bit searches /
-# skipping: classes of 20 shifted clusters (bench_balanced.py's data), 50k points in
-# classes of 100-5,000: 3.2-1.5×; 200k in classes of 400-20,000: 2.4-1.1×; each class one
-# blob far from the others (the worst case), classes of 1,000-10,000: 2.4-1.05×, of
-# 20,000: 0.71× (the bit lists' recall 0.81 there, 0.91-0.99 elsewhere).
+# Where the fit's exact search is the block tree, the points of a class find their nearest
+# points of all other classes in one exact search over all points that skips each query's
+# own class, instead of per bit, where its queries read at most this many points of their
+# own class: the points nearer than their k-th answer, so a class lying apart reads all of
+# itself. Every class up to this size qualifies; a larger one where SKIP_SAMPLE of its
+# points, evenly spaced in it, read at most this many on average (skipping_classes).
+# benchmarks/bench_pooled.py (10-D, k = 91, 2026-11-29), bit searches / skipping: classes
+# of 20 shifted clusters (bench_balanced.py's data), 50k points in classes of 100-5,000:
+# 3.2-1.5×; 200k in classes of 400-20,000: 2.4-1.1×; each class one blob far from the
+# others (the worst case: a query reads its whole class), classes of 1,000-10,000:
+# 2.4-0.87×, of 12,000-16,000: 0.70-0.45× (the bit lists' recall 0.68-0.88 there,
+# 0.91-0.99 elsewhere). UCI Adult's education prior (16 classes, 32,561 rows,
+# 2026-11-29): its class of 10,501 reads ~230 (of Adult's other large classes, 40-210),
+# so its pooled lists are exact (the P moved by a total variation of 0.0003), the balanced
+# P 2.7-3.0 -> 2.2-2.6 s and "auto" 3.8-4.2 -> 2.9-3.1 s (the balanced lists first).
 SKIP_OWN_UP_TO = 10_000
-# What such a query costs is the points of its own class it reads: those nearer than its
-# k-th answer. A class lying apart reads all of itself, hence the size above; a larger
-# class among the others reads far fewer, and skips its own class too where SKIP_SAMPLE of
-# its points, evenly spaced in it, read at most SKIP_OWN_UP_TO on average (counted by
-# brute force: ~0.07 s a class at 160,000 points; 64 points took 0.2 s). UCI Adult's
-# education prior (16 classes, 32,561 rows, 2026-11-29): its class of 10,501 reads ~230,
-# and its pooled lists became exact (the P moved by a total variation of 0.0003), its
-# balanced P 2.7-3.0 -> 2.1-2.7 s, "auto" 4.1-4.2 -> 2.2-3.1 s (the balanced lists now
-# first); one Gaussian blob per class (bench_pooled.py --blobs), classes of 12,000-20,000
-# read all of theirs and keep the bits, 1.4-2.2x faster there than skipping.
+# The sample (brute force, 0.04-0.08 s a class at 160,000 points in one BLAS thread; 64
+# points cost 4× as much for a mean that only has to tell ~200 from ~10,000).
 SKIP_SAMPLE = 16
-# ... and only with at least this many class bits (9 classes or more): with fewer, the
-# bit searches are few (revised ct-SNE pools two classes in one far search) and a class
-# lying apart costs the skipping search more (20,000 points in two classes of 10,000,
-# k = 91: 1.73 s against 0.84 s by bits). Measured from 10 classes (bench_pooled.py).
+# Where the fit's exact search is the block tree, classes skip their own class only with
+# at least this many class bits (9 classes or more): with fewer, the bit searches are few
+# (revised ct-SNE pools two classes in one far search) and a class lying apart costs the
+# skipping search more (20,000 points in two classes of 10,000, k = 91: 1.73 s against
+# 0.84 s by bits). Measured from 10 classes (bench_pooled.py).
 SKIP_OWN_FROM_BITS = 4
 # Merged list entries (askers × k) from which a bit's merge runs on the thread pool: the
 # unit and threshold of the passes over (n, k) neighbour tables in ctsne.affinities, whose
@@ -131,25 +130,31 @@ def skips_own_class(shape: tuple[int, int], n_classes: int, method: str = "auto"
             and class_bits(n_classes) >= SKIP_OWN_FROM_BITS)
 
 
-# Points read per sampled query at a time (all samples × 4,096 points: the products stay
-# in cache).
+# Points read per sampled query at a time (SKIP_SAMPLE × 4,096: the products stay in
+# cache).
 _SAMPLE_CHUNK = 4_096
 
 
-def sampled_own_reads(X: np.ndarray, codes: np.ndarray, classes: np.ndarray,
-                      k: int) -> np.ndarray:
-    """How many points of each of ``classes`` a search that skips its class reads per
-    query: the mean, over :data:`SKIP_SAMPLE` of its points evenly spaced in it, of its
-    points nearer than the query's k-th nearest point of the other classes (the query
-    itself included). Squared distances through matrix products (an estimate's
-    arithmetic, a few units in the last place, not a search's), all classes at once, in
-    two passes over the points: the k-th other-class distance, then the count."""
-    picks = [rows[np.linspace(0, len(rows) - 1, min(SKIP_SAMPLE, len(rows))).astype(np.int64)]
-             for rows in (np.flatnonzero(codes == c) for c in classes)]
-    sample = np.concatenate(picks)
+def sampled_own_reads(X: np.ndarray, codes: np.ndarray, c: int, k: int) -> float:
+    """How many points of class ``c`` a search that skips it reads per query: the mean,
+    over :data:`SKIP_SAMPLE` of its points evenly spaced in it, of its points nearer than
+    the query's k-th nearest point of the other classes (the query itself included); all
+    of it where fewer than k points lie in other classes (the queries never find k).
+
+    Squared distances through matrix products in one BLAS thread (an estimate's
+    arithmetic, a few units in the last place, not a search's; products this small
+    contend for a busy machine's cores: one class at 160,000 points, 1.3 s threaded
+    against 0.05 s in one thread), in two passes
+    over the points: the k-th other-class distance, then the count.
+    """
+    from threadpoolctl import threadpool_limits
+
+    own_rows = np.flatnonzero(codes == c)
+    if len(codes) - len(own_rows) < k:
+        return float(len(own_rows))
+    sample = own_rows[np.linspace(0, len(own_rows) - 1, min(SKIP_SAMPLE, len(own_rows)))
+                      .astype(np.int64)]
     Q = np.asarray(X[sample], dtype=np.float64)
-    mine = codes[sample][:, None]
-    kk = min(k, len(codes) - int(np.bincount(codes)[np.asarray(classes)].max()))
     qq = (Q * Q).sum(axis=1)[:, None]
 
     def squares(start):
@@ -158,31 +163,37 @@ def sampled_own_reads(X: np.ndarray, codes: np.ndarray, classes: np.ndarray,
         d2 *= -2.0
         d2 += qq
         d2 += (Y * Y).sum(axis=1)[None, :]
-        return d2, codes[start:start + _SAMPLE_CHUNK][None, :] == mine
+        return d2, codes[start:start + _SAMPLE_CHUNK] == c
 
-    nearest = []  # each chunk's kk nearest other-class points, then theirs
-    for start in range(0, len(codes), _SAMPLE_CHUNK):
-        d2, own = squares(start)
-        d2[own] = np.inf
-        nearest.append(np.partition(d2, kk - 1, axis=1)[:, :kk] if d2.shape[1] > kk else d2)
-    kth = np.partition(np.hstack(nearest), kk - 1, axis=1)[:, kk - 1:kk] if kk > 0 else \
-        np.full((len(Q), 1), np.inf)
-    read = np.zeros(len(Q))
-    for start in range(0, len(codes), _SAMPLE_CHUNK):
-        d2, own = squares(start)
-        read += np.count_nonzero(own & (d2 < kth), axis=1)
-    return np.array([part.mean() for part in
-                     np.split(read, np.cumsum([len(p) for p in picks])[:-1])])
+    with threadpool_limits(limits=1, user_api="blas"):
+        nearest = []  # each chunk's k nearest other-class points, then theirs
+        for start in range(0, len(codes), _SAMPLE_CHUNK):
+            d2, own = squares(start)
+            d2[:, own] = np.inf
+            nearest.append(np.partition(d2, k - 1, axis=1)[:, :k] if d2.shape[1] > k else d2)
+        kth = np.partition(np.hstack(nearest), k - 1, axis=1)[:, k - 1:k]
+        read = 0
+        for start in range(0, len(codes), _SAMPLE_CHUNK):
+            d2, own = squares(start)
+            read += np.count_nonzero(d2[:, own] < kth)
+    return read / len(sample)
 
 
-def skipping_classes(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
+def skipping_classes(X: np.ndarray, codes: np.ndarray, k: int,
+                     until_refused: bool = False) -> np.ndarray:
     """Which classes (bool (L,)) find their pooled lists by the search that skips the own
     class, where :func:`skips_own_class` allows it: each of at most :data:`SKIP_OWN_UP_TO`
-    points, and each larger one whose :func:`sampled_own_reads` are at most that."""
+    points, and each larger one whose :func:`sampled_own_reads` are at most that.
+
+    ``until_refused``: stop at the first class refused (the later large classes are left
+    False), for a caller that needs every class to skip. Each class is sampled on its own,
+    so both ways give it the same answer.
+    """
     skip = np.bincount(codes) <= SKIP_OWN_UP_TO
-    large = np.flatnonzero(~skip)
-    if len(large):
-        skip[large] = sampled_own_reads(X, codes, large, k) <= SKIP_OWN_UP_TO
+    for c in np.flatnonzero(~skip):
+        skip[c] = sampled_own_reads(X, codes, int(c), k) <= SKIP_OWN_UP_TO
+        if until_refused and not skip[c]:
+            break
     return skip
 
 
