@@ -20,13 +20,14 @@ from ctsne.metrics.neighborhoods import knn_label_homogeneity  # noqa: E402
 # One P for both engines: the label-balanced P at an explicit own-class share (the data
 # below is separated by its prior), and the exact repulsion on both sides.
 # A shortened schedule (200 + 300 iterations) keeps the test cheap; the same for both.
-# On the CPU the two fits follow one trajectory (final KLs 1e-10 apart). Where the
-# arithmetic differs they part, and ct-SNE at this size is chaotic: starts perturbed by
-# 1e-12 to 1e-6 (relative) gave numba KLs at most 2.6 % apart, and on an H100 in float32
-# the torch map's f56 homogeneity was 0.852 against 0.749 for the numba map on the same
-# machine (0.813 on the 2-core CI machine). So the maps' homogeneities are compared
-# closely only where the arithmetic is shared; elsewhere both maps must factor the
-# prior out and show the complement.
+# ct-SNE at this size is chaotic under early exaggeration: on the CPU the two engines'
+# maps agree to ~1e-12 (relative) after 50 iterations, 1e-10 after 80 and 1e-1 after
+# 200 (2026-11-29), and starts perturbed by 1e-12 to 1e-6 gave numba KLs up to 2.6 %
+# apart; the engines' final KLs were 1e-10 apart on one CI machine and 3.7 % on another.
+# On an H100 in float32 the torch map's f56 homogeneity was 0.852 against 0.749 for the
+# numba map. So the engines are compared step for step only over the first 50
+# iterations (on the CPU, where the arithmetic is shared); after the whole schedule both
+# maps must factor the prior out and show the complement, at KLs within the chaos.
 SAME = dict(affinities="balanced", within_weight=0.85, method="exact", random_state=0,
             perplexity=20.0, early_exaggeration_iter=200, n_iter=300)
 
@@ -51,17 +52,22 @@ def fits(separated):
     return numba_fit, torch_fit
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="step for step only where the arithmetic is shared")
+def test_torch_and_numba_fits_take_the_same_first_steps(separated):
+    X, f14, _ = separated
+    short = {**SAME, "early_exaggeration_iter": 40, "n_iter": 10}  # both phases, pre-chaos
+    a = ConditionalTSNE(**short).fit(X, f14).embedding_
+    b = ConditionalTSNE(backend="torch", device=DEVICE, **short).fit(X, f14).embedding_
+    # ~1e-12 apart where measured: the same arithmetic, summed in another order
+    assert np.abs(np.asarray(b) - a).max() <= 1e-7 * np.abs(a).max()
+
+
 def test_a_torch_fit_matches_the_numba_fit(separated, fits):
     _, f14, f56 = separated
     numba_fit, torch_fit = fits
     assert abs(torch_fit.P_ - numba_fit.P_).max() <= 1e-6
     assert torch_fit.n_iter_ == numba_fit.n_iter_ == 500
-    assert abs(torch_fit.kl_divergence_ / numba_fit.kl_divergence_ - 1) < 0.03
-    if DEVICE == "cpu":  # one trajectory: the maps alike
-        for labels in (f14, f56):
-            a = knn_label_homogeneity(torch_fit.embedding_, labels)
-            b = knn_label_homogeneity(numba_fit.embedding_, labels)
-            assert abs(a - b) < 0.05
+    assert abs(torch_fit.kl_divergence_ / numba_fit.kl_divergence_ - 1) < 0.1
     # and each map factored the prior out and shows the complement (not two equally
     # failed maps)
     for fit in (torch_fit, numba_fit):
