@@ -105,3 +105,70 @@ def test_abort_at_every_byte_code_leaves_old_or_new_files(tmp_path, monkeypatch,
     # old files up to the commit, new ones after it: it happens once, in one step
     assert outcomes == sorted(outcomes) and 0 < sum(outcomes) < len(outcomes), outcomes
     assert len(outcomes) > 200  # the trace saw the writes' byte codes
+
+
+def test_a_press_at_any_byte_code_of_the_commit_says_what_the_abort_did(tmp_path,
+                                                                        monkeypatch):
+    # the CLI's handler itself (CtrlC), pressed once at every byte code of a command that
+    # replaces one file, writes another and commits: the abort's message must match the
+    # files it leaves (a press just after the commit once restored nothing and said the
+    # user's files were as they were)
+    import signal
+
+    from ctsne.interfaces.cli import interrupt
+
+    said = []
+    monkeypatch.setattr(interrupt, "_say", said.append)
+    monkeypatch.setattr(interrupt.signal, "signal", lambda *args: None)
+
+    def exit_(code):
+        raise _Aborted(code)
+
+    monkeypatch.setattr(interrupt.os, "_exit", exit_)
+    traced = TRACED | {interrupt.__file__}
+    outcomes = []
+    for k in range(1, 100_000):
+        folder = tmp_path / f"press{k}"
+        folder.mkdir()
+        for name, data in OLD.items():
+            (folder / name).write_bytes(data)
+        ctrl_c, count, said[:] = interrupt.CtrlC(), [0], []
+
+        def local(frame, event, arg, ctrl_c=ctrl_c, count=count, k=k):
+            frame.f_trace_opcodes = True
+            if event == "opcode":
+                count[0] += 1
+                if count[0] == k:  # Python runs the handler between two byte codes
+                    ctrl_c.handler(signal.SIGINT, frame)
+            return local
+
+        def trace(frame, event, arg, local=local):
+            if frame.f_code.co_filename not in traced:
+                return None
+            frame.f_trace_opcodes = True
+            return local
+
+        sys.settrace(trace)
+        try:
+            with _output.track_outputs():
+                for name, data in NEW.items():
+                    with _output.atomic_path(folder / name, force=True) as tmp:
+                        tmp.write_bytes(data)
+                ctrl_c.commit()
+        except _Aborted:
+            pass
+        finally:
+            sys.settrace(None)
+            _output._TRANSIENT.clear(), _output._WRITING.clear(), _output._FINISHED.clear()
+            _output._DROPPING.clear()
+            _output._TRACKING[0] = 0
+        if count[0] < k:  # the command ended before its k-th byte code: all tried
+            assert _files(folder) == NEW and not said
+            break
+        assert len(said) == 1, (k, said)
+        kept = b"they are complete" in said[0]
+        assert kept or b"no partial files were left" in said[0], (k, said)
+        assert _files(folder) == (NEW if kept else OLD), (k, said, _files(folder))
+        outcomes.append(kept)
+    assert outcomes == sorted(outcomes) and 0 < sum(outcomes) < len(outcomes), outcomes
+    assert len(outcomes) > 200

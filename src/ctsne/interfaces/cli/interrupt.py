@@ -40,6 +40,11 @@ class CtrlC:
         self.stop = False  # a first Ctrl-C asked the optimiser to stop
         self.committed = False
         self._optimiser = None  # the optimiser loop's code, while watching a model
+        # inside commit(): a press waits for its end, so that the message says what the
+        # abort did (a press between the commit and the flag below restored nothing and
+        # said the user's files were as they were: a timed test met it, 2026-11-29)
+        self._committing = False
+        self._pending = False
 
     def callback(self, iteration, kl, Y) -> bool:
         self.optimising = True
@@ -56,6 +61,9 @@ class CtrlC:
         return False
 
     def handler(self, signum, frame) -> None:
+        if self._committing:
+            self._pending = True
+            return
         if not self.stop and (self.optimising or self._in_optimiser(frame)):
             self.stop = True
             _say(b"\nctsne: stopping after the current iterations (Ctrl-C again to abort "
@@ -64,11 +72,22 @@ class CtrlC:
         self.abort()
 
     def commit(self) -> None:
-        """All outputs are written: an abort from here on keeps them."""
-        from ..files.writing import forget_finished
+        """All outputs are written: an abort from here on keeps them.
 
-        forget_finished()
-        self.committed = True
+        One step for a press: one that arrives inside aborts at its end (keeping the files,
+        and saying so).
+        """
+        self._committing = True
+        try:
+            from ..files.writing import forget_finished
+
+            forget_finished()
+            self.committed = True
+        finally:
+            self._committing = False
+        if self._pending:
+            self._pending = False
+            self.abort()
 
     def abort(self) -> None:
         from ..files.writing import remove_unfinished
