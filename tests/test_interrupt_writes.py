@@ -44,6 +44,36 @@ def _files(folder):
     return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
 
 
+def _trace_acting_at(k, act, files=TRACED):
+    """A trace function that calls ``act(frame)`` at the ``k``-th byte code executed in
+    ``files`` (a library call they make counts as one: an abort inside it finds the state
+    of its start or end), and the count of byte codes so far."""
+    count = [0]
+
+    def local(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count[0] += 1
+            if count[0] == k:
+                act(frame)
+        return local
+
+    def trace(frame, event, arg):
+        if frame.f_code.co_filename not in files:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    return trace, count
+
+
+def _reset_outputs():
+    """The real abort ends the process; reset what a simulated one left registered."""
+    _output._TRANSIENT.clear(), _output._WRITING.clear(), _output._FINISHED.clear()
+    _output._DROPPING.clear()
+    _output._TRACKING[0] = 0
+
+
 def _run(folder, abort_at):
     """Run the command, aborting at the ``abort_at``-th byte code (None: never).
 
@@ -51,26 +81,14 @@ def _run(folder, abort_at):
     """
     for name, data in OLD.items():
         (folder / name).write_bytes(data)
-    count, seen = [0], {}
+    seen = {}
 
-    def local(frame, event, arg):
-        frame.f_trace_opcodes = True
-        if event == "opcode":
-            count[0] += 1
-            if count[0] == abort_at:
-                _output.remove_unfinished()  # what the handler does before os._exit
-                seen["files"] = _files(folder)
-                raise _Aborted
-        return local
+    def abort(frame):
+        _output.remove_unfinished()  # what the handler does before os._exit
+        seen["files"] = _files(folder)
+        raise _Aborted
 
-    def trace(frame, event, arg):
-        # byte codes of the writing code and of the writer; an abort inside a library
-        # call they make (pathlib, os, shutil) finds the state of the call's start or end
-        if frame.f_code.co_filename not in TRACED:
-            return None
-        frame.f_trace_opcodes = True
-        return local
-
+    trace, count = _trace_acting_at(abort_at, abort)
     sys.settrace(trace)
     try:
         _command(folder)
@@ -78,10 +96,7 @@ def _run(folder, abort_at):
         pass
     finally:
         sys.settrace(None)
-        # the real abort ends the process here; reset what this one left registered
-        _output._TRANSIENT.clear(), _output._WRITING.clear(), _output._FINISHED.clear()
-        _output._DROPPING.clear()
-        _output._TRACKING[0] = 0
+        _reset_outputs()
     return seen.get("files"), count[0]
 
 
@@ -132,22 +147,10 @@ def test_a_press_at_any_byte_code_of_the_commit_says_what_the_abort_did(tmp_path
         folder.mkdir()
         for name, data in OLD.items():
             (folder / name).write_bytes(data)
-        ctrl_c, count, said[:] = interrupt.CtrlC(), [0], []
-
-        def local(frame, event, arg, ctrl_c=ctrl_c, count=count, k=k):
-            frame.f_trace_opcodes = True
-            if event == "opcode":
-                count[0] += 1
-                if count[0] == k:  # Python runs the handler between two byte codes
-                    ctrl_c.handler(signal.SIGINT, frame)
-            return local
-
-        def trace(frame, event, arg, local=local):
-            if frame.f_code.co_filename not in traced:
-                return None
-            frame.f_trace_opcodes = True
-            return local
-
+        ctrl_c, said[:] = interrupt.CtrlC(), []
+        # Python runs the handler between two byte codes
+        trace, count = _trace_acting_at(
+            k, lambda frame, ctrl_c=ctrl_c: ctrl_c.handler(signal.SIGINT, frame), traced)
         sys.settrace(trace)
         try:
             with _output.track_outputs():
@@ -159,9 +162,7 @@ def test_a_press_at_any_byte_code_of_the_commit_says_what_the_abort_did(tmp_path
             pass
         finally:
             sys.settrace(None)
-            _output._TRANSIENT.clear(), _output._WRITING.clear(), _output._FINISHED.clear()
-            _output._DROPPING.clear()
-            _output._TRACKING[0] = 0
+            _reset_outputs()
         if count[0] < k:  # the command ended before its k-th byte code: all tried
             assert _files(folder) == NEW and not said
             break

@@ -54,7 +54,7 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
-from ..neighbors.brute import insert_sorted
+from ..neighbors.brute import gram_squared_distances, insert_sorted
 from ..neighbors.kdtree import BlockTree
 from ..neighbors.search import TREE_DIMS
 from .balanced import PER_CLASS_UP_TO
@@ -129,7 +129,7 @@ def _smallest(d2, k, skip, out):
 @kernel(PARALLEL_FROM_ENTRIES)
 def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out):
     # _smallest of the squared distances (row_norm[i] + col_norm[j]) − 2·gram[i, j], the
-    # expression of _squared_distances, over the columns outside own_lo[i]:own_hi[i] (the
+    # expression of gram_squared_distances, over the columns outside own_lo[i]:own_hi[i] (the
     # row's own class, whose points are consecutive): read once from the Gram matrix
     # instead of writing and reading three full temporaries
     n, m = gram.shape
@@ -149,12 +149,6 @@ def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out):
                 insert_sorted(best, row, v, j)
 
 
-def _squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """All squared Euclidean distances between the rows of A and those of B (BLAS)."""
-    return (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
-            - 2.0 * A @ B.T)
-
-
 def _nearest(d2: np.ndarray, k: int, same: bool) -> np.ndarray:
     out = np.empty((d2.shape[0], k), dtype=np.int64)
     _smallest(np.ascontiguousarray(d2), k, same, out, work=d2.size)
@@ -170,7 +164,7 @@ def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
         return np.empty((len(A), 0), dtype=np.int64)
     out = np.empty((len(A), k), dtype=np.int64)
     for start in range(0, len(A), _ROWS):
-        d2 = _squared_distances(A[start:start + _ROWS], B)
+        d2 = gram_squared_distances(A[start:start + _ROWS], B)
         if same:  # the chunk's diagonal lies at columns start + row
             rows = np.arange(len(d2))
             d2[rows, start + rows] = np.inf
@@ -182,7 +176,7 @@ def _knn_both(A: np.ndarray, B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     """:func:`_knn_sets` from A to B and from B to A, from one distance matrix."""
     if len(A) * len(B) > _ROWS * POOLED_SAMPLE:  # larger than a chunk: twice, in chunks
         return _knn_sets(A, B, k, False), _knn_sets(B, A, k, False)
-    d2 = _squared_distances(A, B)
+    d2 = gram_squared_distances(A, B)
     return _nearest(d2, min(k, len(B)), False), _nearest(d2.T, min(k, len(A)), False)
 
 

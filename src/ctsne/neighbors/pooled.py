@@ -25,6 +25,7 @@ import numpy as np
 
 from .._parallel import kernel
 from . import by_class
+from .brute import gram_squared_distances
 from .search import QUERY_CHUNK, is_exact_search, uses_block_tree
 
 __all__ = ["EXTRA_UP_TO", "PARALLEL_FROM_ENTRIES", "SKIP_OWN_FROM_BITS", "SKIP_OWN_UP_TO",
@@ -141,11 +142,12 @@ def sampled_own_reads(X: np.ndarray, codes: np.ndarray, c: int, k: int) -> float
     the query's k-th nearest point of the other classes (the query itself included); all
     of it where fewer than k points lie in other classes (the queries never find k).
 
-    Squared distances through matrix products in one BLAS thread (an estimate's
-    arithmetic, a few units in the last place, not a search's; products this small
-    contend for a busy machine's cores: one class at 160,000 points, 1.3 s threaded
-    against 0.05 s in one thread), in two passes
-    over the points: the k-th other-class distance, then the count.
+    Squared distances through matrix products in one BLAS thread
+    (:func:`~ctsne.neighbors.brute.gram_squared_distances`: an estimate's arithmetic;
+    products this small contend for a busy machine's cores: one class at 160,000 points,
+    1.3 s threaded against 0.05 s in one thread), in one pass over the points: each
+    chunk's k nearest other-class points, and the own-class distances, counted once the
+    k-th is known.
     """
     from threadpoolctl import threadpool_limits
 
@@ -155,27 +157,17 @@ def sampled_own_reads(X: np.ndarray, codes: np.ndarray, c: int, k: int) -> float
     sample = own_rows[np.linspace(0, len(own_rows) - 1, min(SKIP_SAMPLE, len(own_rows)))
                       .astype(np.int64)]
     Q = np.asarray(X[sample], dtype=np.float64)
-    qq = (Q * Q).sum(axis=1)[:, None]
-
-    def squares(start):
-        Y = np.asarray(X[start:start + _SAMPLE_CHUNK], dtype=np.float64)
-        d2 = Q @ Y.T
-        d2 *= -2.0
-        d2 += qq
-        d2 += (Y * Y).sum(axis=1)[None, :]
-        return d2, codes[start:start + _SAMPLE_CHUNK] == c
-
+    nearest, own_d2 = [], []  # each chunk's k nearest other-class points; own distances
     with threadpool_limits(limits=1, user_api="blas"):
-        nearest = []  # each chunk's k nearest other-class points, then theirs
         for start in range(0, len(codes), _SAMPLE_CHUNK):
-            d2, own = squares(start)
-            d2[:, own] = np.inf
+            d2 = gram_squared_distances(
+                Q, np.asarray(X[start:start + _SAMPLE_CHUNK], dtype=np.float64))
+            own = codes[start:start + _SAMPLE_CHUNK] == c
+            own_d2.append(d2[:, own])
+            d2 = d2[:, ~own]
             nearest.append(np.partition(d2, k - 1, axis=1)[:, :k] if d2.shape[1] > k else d2)
-        kth = np.partition(np.hstack(nearest), k - 1, axis=1)[:, k - 1:k]
-        read = 0
-        for start in range(0, len(codes), _SAMPLE_CHUNK):
-            d2, own = squares(start)
-            read += np.count_nonzero(d2[:, own] < kth)
+    kth = np.partition(np.hstack(nearest), k - 1, axis=1)[:, k - 1:k]
+    read = np.count_nonzero(np.hstack(own_d2) < kth)
     return read / len(sample)
 
 
