@@ -3,7 +3,7 @@
     python benchmarks/bench_vs_opentsne.py --cases 10k 100k          # what fits in the time
     python benchmarks/bench_vs_opentsne.py --cases 1M 500kx128 --iters 750
     python benchmarks/bench_vs_opentsne.py --cases 250k --runners openTSNE FIt-SNE h2pack ctsne
-    python benchmarks/bench_vs_opentsne.py --startup                  # cold / warm first run
+    python benchmarks/bench_vs_opentsne.py --startup                  # first run: cold, warm, openTSNE
 
 Each case runs openTSNE (plain t-SNE, FFT, n_jobs=2), ctsne with prior=None, a 5-class
 prior and a 500-class prior, with the same perplexity (30) and iterations (250 early
@@ -222,27 +222,46 @@ def spawn(args: list[str], env=None, python: str | None = None) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def startup() -> dict:
-    """Time to the first embedding of 1,000 points in a fresh process, cold and warm cache.
+def startup(rounds: int = 3) -> dict:
+    """Time to the first embedding of 1,000 points in a fresh process: ctsne with an empty
+    numba cache (cold) and a filled one (warm), and openTSNE's first fit beside them.
 
-    Wall and CPU seconds (all threads) per run: on a machine shared with other work the
-    wall time follows the load, the CPU time much less.
+    Issue 23 set its target (10 s cold) on a machine where openTSNE's first fit took
+    6.6 s; these VMs differ by 2x from day to day, so the ratio to openTSNE, measured in
+    the same rounds, is what carries over. Each round runs ctsne cold (a new empty cache),
+    ctsne warm, openTSNE (its defaults, two threads, no labels: a user's first plain
+    map), one after another. Wall and CPU seconds (all threads); the medians are reported.
     """
-    code = ("import time; t=time.perf_counter(); c=time.process_time(); import numpy as np; "
-            "from ctsne import ConditionalTSNE; "
-            "X=np.random.default_rng(0).normal(size=(1000,10)); "
-            "ConditionalTSNE(random_state=0).fit_transform(X, np.arange(1000)%5); "
-            "print(time.perf_counter()-t, time.process_time()-c)")
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        runs = []
-        for _ in range(3):
-            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               env=env)
-            runs.append([float(v) for v in p.stdout.strip().splitlines()[-1].split()])
-    warm = min(runs[1:])
-    return {"cold_s": runs[0][0], "cold_cpu_s": runs[0][1], "warm_s": warm[0],
-            "warm_cpu_s": warm[1]}
+    import numpy as np
+
+    timed = ("import time; t=time.perf_counter(); c=time.process_time(); import numpy as np; "
+             "X=np.random.default_rng(0).normal(size=(1000,10)); {fit}; "
+             "print(time.perf_counter()-t, time.process_time()-c)")
+    ours = timed.format(fit="from ctsne import ConditionalTSNE; "
+                            "ConditionalTSNE(random_state=0).fit_transform(X, np.arange(1000)%5)")
+    theirs = timed.format(fit="from openTSNE import TSNE; TSNE(random_state=0, n_jobs=2).fit(X)")
+
+    def run(code, python=None, env=None):
+        p = subprocess.run([python or sys.executable, "-c", code], capture_output=True,
+                           text=True, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-2000:])
+        return [float(v) for v in p.stdout.strip().splitlines()[-1].split()]
+
+    times = {"cold": [], "warm": [], "openTSNE": []}
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+            times["cold"].append(run(ours, env=env))
+            times["warm"].append(run(ours, env=env))
+        times["openTSNE"].append(run(theirs, python=RUNNER_PYTHON.get("openTSNE")))
+    row = {}
+    for name, runs in times.items():
+        row[f"{name}_s"], row[f"{name}_cpu_s"] = (float(v) for v in np.median(runs, axis=0))
+        row[f"{name}_runs_s"] = [round(r[0], 2) for r in runs]
+    row["cold_vs_opentsne"] = row["cold_s"] / row["openTSNE_s"]
+    row["warm_vs_opentsne"] = row["warm_s"] / row["openTSNE_s"]
+    return row
 
 
 def _cpu_model() -> str:
