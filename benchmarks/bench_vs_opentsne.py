@@ -3,7 +3,7 @@
     python benchmarks/bench_vs_opentsne.py --cases 10k 100k          # what fits in the time
     python benchmarks/bench_vs_opentsne.py --cases 1M 500kx128 --iters 750
     python benchmarks/bench_vs_opentsne.py --cases 250k --runners openTSNE FIt-SNE h2pack ctsne
-    python benchmarks/bench_vs_opentsne.py --startup                  # first run: cold, warm, openTSNE
+    python benchmarks/bench_vs_opentsne.py --startup --cases  # first fits: cold, warm, openTSNE
 
 Each case runs openTSNE (plain t-SNE, FFT, n_jobs=2), ctsne with prior=None, a 5-class
 prior and a 500-class prior, with the same perplexity (30) and iterations (250 early
