@@ -24,13 +24,6 @@ from .._parallel import kernel
 __all__ = ["brute_knn", "brute_within_classes", "gram_squared_distances", "insert_sorted",
            "squared_distance"]
 
-def gram_squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """All squared Euclidean distances between the rows of A and those of B, expanded as
-    ‖a‖² + ‖b‖² − 2a·b (BLAS; a few units in the last place, not the searches' sums)."""
-    return (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
-            - 2.0 * A @ B.T)
-
-
 # Point pairs from which the search runs on several threads.
 PARALLEL_FROM = 1e6
 # Queries per parallel task: one distance buffer per task, reused for all its queries.
@@ -178,3 +171,10 @@ def brute_within_classes(X: np.ndarray, codes: np.ndarray, rows: np.ndarray, k: 
     sizes = np.diff(seg_start)
     _within(X, order, seg_of, seg_start, k, out_idx, out_dist,
             work=float(np.sum(sizes.astype(float) ** 2)))
+
+
+def gram_squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """All squared Euclidean distances between the rows of A and those of B, expanded as
+    ‖a‖² + ‖b‖² − 2a·b (BLAS; a few units in the last place, not the searches' sums)."""
+    return (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
+            - 2.0 * A @ B.T)

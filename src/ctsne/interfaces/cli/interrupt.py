@@ -77,10 +77,10 @@ class CtrlC:
         One step for a press: one that arrives inside aborts at its end (keeping the files,
         and saying so).
         """
+        from ..files.writing import forget_finished
+
         self._committing = True
         try:
-            from ..files.writing import forget_finished
-
             forget_finished()
             self.committed = True
         finally:
