@@ -24,6 +24,18 @@ differently on the first, compiling run: the exact repulsion therefore sums in f
 lanes without fastmath (a fit evaluated exactly, up to 1,200 points under "auto", now
 gives the same embedding cold or warm on two threads too, bit for bit; one thread and two
 still differ in the last bits); Barnes-Hut's walks keep fastmath.
+
+Small calls in numpy. A pass that runs once per fit (a neighbour scan, the calibration,
+the symmetrisation, the prior-mixing sums) takes milliseconds below its parallel threshold,
+while its serial twin costs 0.3–1 s to compile in a new environment: together most of a
+first 1,000-point fit's compile (``benchmarks/bench_compile.py``). Such a kernel may be
+given a numpy twin (:meth:`Kernel.small`) of the same arguments, which then serves every
+call below the kernel's threshold, so a small fit compiles only what runs per iteration.
+The twin follows the kernel's operations in their order (sums in the same sequence, the
+same ties), so the two agree to the last bit wherever numpy's ``exp`` and ``log`` are the
+C library's (they are not on CPUs with AVX-512, where numpy has its own) and within a few
+units in the last place elsewhere. A fit takes one path or the other by its size alone, so
+a cold and a warm cache still give the same result.
 """
 
 from __future__ import annotations
@@ -69,7 +81,8 @@ class Kernel:
         The body, with ``numba.prange`` loops.
     min_work : float
         Work (in the kernel's own unit, e.g. non-zeros visited) from which the parallel
-        variant is used when more than one thread is allowed.
+        variant is used when more than one thread is allowed. Calls of less work run the
+        numpy twin where one is given (:meth:`small`), else the serial variant.
     **options
         Further ``numba.njit`` options (``fastmath``, ``error_model``).
     """
@@ -78,12 +91,22 @@ class Kernel:
         self.min_work = min_work
         self.parallel = numba.njit(parallel=dict(PRANGE_ONLY), cache=True, **options)(py_func)
         self.serial = numba.njit(cache=True, **options)(_renamed(py_func, "_serial"))
+        self.numpy = None
         self.__doc__ = py_func.__doc__
         self.__name__ = py_func.__name__
 
+    def small(self, func):
+        """Decorator: ``func`` (numpy, the kernel's arguments and effects) serves the calls
+        below ``min_work``, so that the serial twin compiles only for one-thread runs of
+        large calls."""
+        self.numpy = func
+        return func
+
     def pick(self, work: float):
         """The variant for a call of the given work under the current thread limit."""
-        if work < self.min_work or numba.get_num_threads() == 1:
+        if work < self.min_work:
+            return self.serial if self.numpy is None else self.numpy
+        if numba.get_num_threads() == 1:
             return self.serial
         return self.parallel
 

@@ -184,6 +184,132 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
             out[i, j] /= total
 
 
+
+
+@_calibrate_kernel.small
+def _calibrate_small(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
+    # the kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        _calibrate_np(dist, perplexity, tol, max_iter, starts, k, weights, tail, out)
+
+
+def _calibrate_np(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
+    n, m = dist.shape
+    blocks = starts.shape[0] - 1
+    if blocks == 0:
+        out[:] = _rows_np(dist, np.ones(dist.shape, dtype=bool), np.full(n, perplexity), tol,
+                          max_iter)
+        return
+    res = np.zeros((n, m))
+    for b in range(blocks):
+        lo, hi = starts[b], starts[b + 1]
+        block = dist[:, lo:hi]
+        w = np.isfinite(block).sum(axis=1)
+        filled = np.arange(hi - lo)[None, :] < w[:, None]
+        per = np.maximum(1.0, np.minimum(perplexity, perplexity * w / k))
+        p = _rows_np(np.where(filled, block, 0.0), filled, per, tol, max_iter)
+        if tail > 0.0:
+            falls = filled[:, 1:] & (block[:, 1:] < block[:, :-1])
+            ascending = ~falls.any(axis=1)
+            sub = np.flatnonzero(ascending & (w > 0))
+            q = p[sub]
+            _trim_tail_np(q, w[sub], tail)
+            p[sub] = q
+        res[:, lo:hi] = p * weights[:, b:b + 1]
+    out[:] = res / _in_order(res.T)[:, None]
+
+
+def _in_order(x):
+    """Column sums of ``x`` (w, n), each added row after row as the kernel's loops add
+    (numpy's own reductions may sum pairwise)."""
+    total = np.zeros(x.shape[1])
+    for row in x:
+        total += row
+    return total
+
+
+def _rows_np(dist, valid, perplexity, tol, max_iter):
+    """:func:`calibrate_row` for many rows at once (numpy, one column at a time so that
+    every sum runs in the kernel's order): ``dist`` (n, w) with ``valid`` (n, w) marking
+    each row's entries (a prefix), ``perplexity`` (n,). Invalid slots get 0."""
+    n, width = dist.shape
+    count = valid.sum(axis=1)
+    top = np.max(np.where(valid, dist, 0.0), axis=1, initial=0.0)
+    top[(top == 0.0) | ~np.isfinite(top)] = 1.0
+    r = dist / top[:, None]
+    d2 = np.where(valid, r * r, np.inf)
+    dmin = np.min(d2, axis=1)
+    # (w, n) layouts: each column's entries are summed in order (_in_order)
+    dj = np.where(valid, d2 - dmin[:, None], 0.0).T.copy()
+    spread = _in_order(dj) / np.maximum(count, 1)
+    beta = np.ones(n)
+    starts = (count > perplexity) & (spread > 0.0)
+    beta[starts] = START_SCALE * np.log(count[starts] / perplexity[starts]) / spread[starts]
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    target = np.log(perplexity)
+    mask = valid.T
+    e = np.zeros((width, n))
+    s = np.ones(n)
+    live = np.flatnonzero(count > 0)  # an empty block stays 0
+    for _ in range(max_iter):
+        if live.size == 0:
+            break
+        d, b = dj[:, live], beta[live]
+        ev = np.where(mask[:, live], np.exp(-d * b), 0.0)
+        e[:, live] = ev
+        sv = _in_order(ev)
+        sd = _in_order(ev * d)
+        sdd = _in_order(ev * d * d)
+        s[live] = sv
+        mean = sd / sv
+        diff = (np.log(sv) + b * mean) - target[live]
+        going = ~(np.abs(diff) < tol)
+        live, b, diff, sv, mean, sdd = (a[going] for a in (live, b, diff, sv, mean, sdd))
+        flat = diff > 0  # too flat: sharpen
+        lo[live[flat]] = b[flat]
+        hi[live[~flat]] = b[~flat]
+        var = sdd / sv - mean * mean
+        step = np.where(var > 0.0, b + diff / (b * var), np.inf)
+        h, l_ = hi[live], lo[live]
+        inside = (l_ < step) & (step < h)
+        halve = np.where(h == np.inf, b * 2.0, 0.5 * (b + h))
+        beta[live] = np.where(inside, step, np.where(flat, halve, 0.5 * (b + l_)))
+    return (e / s).T
+
+
+def _trim_tail_np(p, width, tail):
+    """:func:`trim_tail` of rows at once: ``p`` (n, W), row i's block its first
+    ``width[i]`` entries (the rest 0), trimmed in place."""
+    n = p.shape[0]
+    rows = np.arange(n)
+    end = width.copy()
+    dropped = np.zeros(n)
+    live = rows[end > 1]
+    while live.size:
+        start = end[live] - 1
+        last = p[live, start]
+        group = last.copy()
+        more = live.size > 0
+        while more:  # extend each group down over entries equal to its last
+            ext = (start > 0) & (p[live, np.maximum(start - 1, 0)] == last)
+            more = bool(ext.any())
+            start = np.where(ext, start - 1, start)
+            group = np.where(ext, group + p[live, start], group)
+        stop = dropped[live] + group > tail
+        keep = ~stop
+        live, start, group = live[keep], start[keep], group[keep]
+        dropped[live] += group
+        end[live] = start
+        live = live[end[live] > 1]
+    cut = rows[end < width]
+    if cut.size == 0:
+        return
+    q = p[cut]
+    q[np.arange(q.shape[1])[None, :] >= end[cut, None]] = 0.0
+    kept = _in_order(q.T)
+    p[cut] = q / kept[:, None]
+
+
 def calibrate(distances: np.ndarray, perplexity: float, tol: float = CALIBRATE_TOL,
               max_iter: int = CALIBRATE_MAX_ITER, out: np.ndarray | None = None) -> np.ndarray:
     """Row-stochastic conditional probabilities ``p_{j|i}`` with the given perplexity.

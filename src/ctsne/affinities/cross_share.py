@@ -54,7 +54,7 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
-from ..neighbors.brute import gram_squared_distances, insert_sorted
+from ..neighbors.brute import gram_squared_distances, insert_sorted, smallest_in_rows
 from ..neighbors.kdtree import BlockTree
 from ..neighbors.search import TREE_DIMS
 from .balanced import PER_CLASS_UP_TO
@@ -124,6 +124,18 @@ def _smallest(d2, k, skip, out):
             v = d2[i, j]
             if v < best[k - 1] and not (skip and j == i):
                 insert_sorted(best, row, v, j)
+
+
+@_smallest.small
+def _smallest_small(d2, k, skip, out):
+    n, m = d2.shape
+    if skip:
+        d2 = d2.copy()
+        d2[np.arange(min(n, m)), np.arange(min(n, m))] = np.inf
+    kk = min(k, m)
+    out[:] = 0
+    cols, vals = smallest_in_rows(d2, kk)
+    out[:, :kk] = np.where(vals < np.inf, cols, 0)
 
 
 @kernel(PARALLEL_FROM_ENTRIES)

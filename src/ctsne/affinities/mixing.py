@@ -21,7 +21,7 @@ from .._parallel import kernel
 from ..neighbors.brute import brute_knn
 from ..neighbors.merged import PROBE_SAMPLE
 from ..neighbors.search import drop_self
-from .calibration import calibrate
+from .calibration import PARALLEL_FROM_ENTRIES, calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
@@ -130,6 +130,33 @@ def _row_cross(indptr, indices, data, codes, mass, cross):
         cross[i] = x
 
 
+@_row_cross.small
+def _row_cross_small(indptr, indices, data, codes, mass, cross):
+    # np.add.at adds in the order given: each row's sums in the kernel's order
+    rows = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
+    apart = codes[indices] != codes[rows]
+    mass[:] = 0.0
+    cross[:] = 0.0
+    np.add.at(mass, rows, data)
+    np.add.at(cross, rows[apart], data[apart])
+
+
+def _table_cross_small(idx, cond, codes, n_classes):
+    # _table_cross in numpy, for tables below the (n, k) passes' parallel threshold: its
+    # additions in its order (entry by entry, row i's class before j's)
+    ci = np.repeat(codes, idx.shape[1])
+    cj = codes[idx.ravel()]
+    v = cond.ravel()
+    pairs = np.stack([ci, cj], axis=1).ravel()
+    twice = np.repeat(v, 2)
+    mass = np.zeros(n_classes)
+    cross = np.zeros(n_classes)
+    np.add.at(mass, pairs, twice)
+    apart = np.repeat(ci != cj, 2)
+    np.add.at(cross, pairs[apart], twice[apart])
+    return mass, cross
+
+
 @numba.njit(cache=True)
 def _table_cross(idx, cond, codes, n_classes):
     # p_ij = (c_ij + c_ji)/2n: each entry c_ij adds to row i's mass and to row j's
@@ -189,7 +216,8 @@ def table_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> PriorM
     """
     codes = np.asarray(codes, dtype=np.int64)
     sizes = np.bincount(codes)
-    mass, cross = _table_cross(idx, np.asarray(cond, dtype=np.float64), codes, len(sizes))
+    cross_of = _table_cross_small if idx.size < PARALLEL_FROM_ENTRIES else _table_cross
+    mass, cross = cross_of(idx, np.asarray(cond, dtype=np.float64), codes, len(sizes))
     return _summarise(mass, cross, sizes, len(codes))
 
 

@@ -63,6 +63,17 @@ def _sort_rows(idx, cond):
         _sort_pairs(idx[i, :m], cond[i, :m])
 
 
+@_sort_rows.small
+def _sort_rows_small(idx, cond):
+    # the kernel's result (a row's columns are distinct, so its unstable sort has one)
+    n = idx.shape[0]
+    positive = cond > 0.0
+    key = np.where(positive, idx, n)
+    order = np.argsort(key, axis=1, kind="stable")
+    idx[:] = np.take_along_axis(key, order, axis=1)
+    cond[:] = np.take_along_axis(np.where(positive, cond, 0.0), order, axis=1)
+
+
 @numba.njit(cache=True)
 def _transpose(idx, cond, tptr, tsrc):
     """Cᵀ's rows: ``tsrc[tptr[j]:tptr[j + 1]]`` holds the flat position ``i·k + a`` of
@@ -176,6 +187,8 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     n, k = idx.shape
     work = idx.size
     _sort_rows(idx, cond, work=work)
+    if work < PARALLEL_FROM_ENTRIES:
+        return _union_small(idx, cond)
     ptype = np.int32 if idx.size < np.iinfo(np.int32).max else np.int64
     tptr = np.zeros(n + 1, dtype=np.int64)
     tsrc = np.empty(idx.size, dtype=ptype)  # at most this many: zeros are left out
@@ -195,4 +208,20 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
            np.empty(0, dtype=np.int64), work=work)
     P = sp.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     P.has_sorted_indices = True
+    return P
+
+
+def _union_small(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
+    """:func:`symmetrize`'s merge for tables below the (n, k) passes' parallel threshold,
+    by scipy (a few milliseconds there) rather than kernels a first run would compile. The
+    same P: a mirror pair's ``c_ij + c_ji`` is one addition either way, then scaled."""
+    n = idx.shape[0]
+    kept = idx < n  # sorted rows: positive entries first
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(kept.sum(axis=1), out=indptr[1:])
+    C = sp.csr_matrix((cond[kept], idx[kept], indptr), shape=(n, n))
+    C.has_sorted_indices = True
+    P = (C + C.T.tocsr()).tocsr()
+    P.data *= 1.0 / (2.0 * n)
+    P.sort_indices()
     return P

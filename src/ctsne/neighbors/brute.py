@@ -22,10 +22,11 @@ import numpy as np
 from .._parallel import kernel
 
 __all__ = ["brute_knn", "brute_within_classes", "gram_squared_distances", "insert_sorted",
-           "squared_distance"]
+           "smallest_in_rows", "squared_distance"]
 
-# Point pairs from which the search runs on several threads.
-PARALLEL_FROM = 1e6
+# Feature differences (point pairs × features) from which a scan runs on several threads
+# (1e6 pairs in 10 features). Below it, the k-nearest scan runs in numpy (ctsne._parallel).
+PARALLEL_FROM = 1e7
 # Queries per parallel task: one distance buffer per task, reused for all its queries.
 _BLOCK = 64
 # Points per tile: the tile's coordinates and distances stay in the L1/L2 cache.
@@ -67,6 +68,29 @@ def _knn(Q, Yt, k, out_idx, out_dist):
                 out_dist[i, a] = np.sqrt(out_dist[i, a])
 
 
+# Pairs per chunk of the numpy scan: its distance table stays within the L2 cache.
+_SMALL_CHUNK = 1 << 16
+
+
+def smallest_in_rows(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``k`` smallest values of ``d`` and their columns, ascending, equal values
+    in column order: what a scan that inserts each column into a sorted list keeps (it
+    leaves out values not below ``inf``, which come last here). ``k ≤ d.shape[1]``."""
+    n, m = d.shape
+    d = np.where(np.isnan(d), np.inf, d)
+    if k < m:  # the k-th value, then every column up to it (ties at the k-th included)
+        kth = np.partition(d, k - 1, axis=1)[:, k - 1]
+        rows, cols = np.nonzero(d <= kth[:, None])
+    else:
+        rows, cols = np.divmod(np.arange(n * m), m)
+    vals = d[rows, cols]
+    order = np.lexsort((cols, vals, rows))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    starts = np.searchsorted(rows, np.arange(n))
+    take = np.arange(rows.size) - starts[rows] < k
+    return cols[take].reshape(n, k), vals[take].reshape(n, k)
+
+
 def brute_knn(Y: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest rows of ``Y`` to each row of ``Q`` (Euclidean, exact).
 
@@ -89,8 +113,28 @@ def brute_knn(Y: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     idx = np.empty((len(Q), k), dtype=np.int64)
     dist = np.empty((len(Q), k))
     if len(Q):
-        _knn(Q, Yt, k, idx, dist, work=float(len(Q)) * Yt.shape[1])
+        _knn(Q, Yt, k, idx, dist, work=float(len(Q)) * Yt.shape[1] * Yt.shape[0])
     return idx, dist
+
+
+@_knn.small
+def _knn_small(Q, Yt, k, out_idx, out_dist):
+    # the kernel's sums (feature by feature from 0) and its choice (ties in row order)
+    p, m = Yt.shape
+    kk = min(k, m)
+    out_idx[:] = -1
+    out_dist[:] = np.inf
+    step = max(1, _SMALL_CHUNK // max(m, 1))
+    for lo in range(0, Q.shape[0], step):
+        q = Q[lo:lo + step]
+        d = np.zeros((q.shape[0], m))
+        for j in range(p):
+            diff = Yt[j][None, :] - q[:, j][:, None]
+            d += diff * diff
+        cols, vals = smallest_in_rows(d, kk)
+        found = vals < np.inf
+        out_idx[lo:lo + q.shape[0], :kk] = np.where(found, cols, -1)
+        out_dist[lo:lo + q.shape[0], :kk] = np.sqrt(vals)
 
 
 # inlined into its callers' loops (a call per accepted candidate cost ~10 % of a
@@ -170,7 +214,7 @@ def brute_within_classes(X: np.ndarray, codes: np.ndarray, rows: np.ndarray, k: 
     seg_of = np.repeat(np.arange(len(seg_start) - 1), np.diff(seg_start))
     sizes = np.diff(seg_start)
     _within(X, order, seg_of, seg_start, k, out_idx, out_dist,
-            work=float(np.sum(sizes.astype(float) ** 2)))
+            work=float(np.sum(sizes.astype(float) ** 2)) * X.shape[1])
 
 
 def gram_squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -1,0 +1,162 @@
+"""The numpy twins of the once-per-fit kernels (ctsne._parallel, issue 23) against the
+compiled kernels they stand in for below their thresholds.
+
+Scans, sorts, symmetrisation and the mixing sums use only additions, products and square
+roots, which IEEE arithmetic rounds the same in numpy and in numba: they must agree bit for
+bit. The calibration also calls ``exp`` and ``log``; numpy's differ from the C library's on
+CPUs with AVX-512, so it is held to a few units in the last place of the entropy's
+tolerance instead.
+"""
+
+import numpy as np
+import pytest
+
+from ctsne.affinities import calibration, cross_share, mixing, symmetry
+from ctsne.neighbors import brute
+
+
+def _lists(n, k, seed, p=10):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    X[3] = X[5]  # a duplicated point: tied distances
+    d2 = brute.gram_squared_distances(X, X)
+    np.fill_diagonal(d2, np.inf)
+    order = np.argsort(d2, axis=1, kind="stable")[:, :k]
+    dist = np.sqrt(np.maximum(np.take_along_axis(d2, order, axis=1), 0.0))
+    return X, order.astype(np.int64), np.ascontiguousarray(dist)
+
+
+def _both(kernel, *args, out_like):
+    a, b = np.empty_like(out_like), np.empty_like(out_like)
+    kernel.serial(*args, a)
+    kernel.numpy(*args, b)
+    return a, b
+
+
+# agreement within a few ulps of the probabilities; a Newton step more or less near the
+# entropy tolerance (1e-8) moves them far less than this
+CALIBRATION_RTOL = 1e-7
+
+
+@pytest.mark.parametrize("perplexity, k", [(5.0, 15), (30.0, 90), (10.0, 100)])
+def test_plain_calibration_matches_the_kernel(perplexity, k):
+    _, _, dist = _lists(400, k, int(perplexity))
+    args = (dist, perplexity, calibration.CALIBRATE_TOL, calibration.CALIBRATE_MAX_ITER,
+            np.zeros(1, dtype=np.int64), k, np.empty((0, 0)), 0.0)
+    a, b = _both(calibration._calibrate_kernel, *args, out_like=dist)
+    np.testing.assert_allclose(b, a, rtol=CALIBRATION_RTOL, atol=1e-15)
+    np.testing.assert_allclose(b.sum(axis=1), 1.0, rtol=1e-12)
+    # and each row has the perplexity asked for (an independent check of either)
+    H = -np.sum(np.where(b > 0, b * np.log(np.where(b > 0, b, 1.0)), 0.0), axis=1)
+    np.testing.assert_allclose(np.exp(H), perplexity, rtol=1e-6)
+
+
+def _blocks(seed):
+    rng = np.random.default_rng(seed)
+    n = 300
+    own = np.sort(rng.random((n, 60)) * rng.uniform(0.5, 2.0, (n, 1)), axis=1)
+    other = np.sort(1.0 + rng.random((n, 40)), axis=1)
+    dist = np.concatenate([own, other], axis=1)
+    for i in range(0, n, 7):  # a short other-class block: empty slots at its end
+        dist[i, 60 + rng.integers(0, 40):] = np.inf
+    for i in range(0, n, 11):
+        dist[i, rng.integers(0, 60):60] = np.inf
+    dist[4, :60] = np.inf  # a row with an empty block gives its share to the other
+    dist[5, 50:60] = dist[5, 49]  # equal last entries: trimmed together or not at all
+    dist[6, 70:100] = 1.5
+    dist[::13, 10] = dist[::13, 9] / 2  # unsorted blocks stay whole
+    weights = rng.random((n, 2))
+    return dist, np.array([0, 60, 100]), weights
+
+
+@pytest.mark.parametrize("tail", [0.0, 0.01, 0.3])
+def test_block_calibration_matches_the_kernel(tail):
+    dist, starts, weights = _blocks(int(100 * tail))
+    args = (dist, 30.0, calibration.CALIBRATE_TOL, calibration.CALIBRATE_MAX_ITER, starts,
+            90, weights, tail)
+    a, b = _both(calibration._calibrate_kernel, *args, out_like=dist)
+    np.testing.assert_allclose(b, a, rtol=CALIBRATION_RTOL, atol=1e-15)
+    # the same entries trimmed (exact zeros), and the empty block's row still sums to 1
+    np.testing.assert_array_equal(a == 0.0, b == 0.0)
+    np.testing.assert_allclose(b.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.all(b[4, :60] == 0.0)
+    if tail > 0:
+        assert np.count_nonzero(b == 0.0) > np.count_nonzero(~np.isfinite(dist))
+
+
+def test_trim_tail_twin_drops_equal_entries_together():
+    # hand-computed: a block 0.4, 0.3, 0.1, 0.1, 0.1; the three 0.1 hold 0.3 together
+    p = np.array([[0.4, 0.3, 0.1, 0.1, 0.1], [0.4, 0.3, 0.1, 0.1, 0.1]])
+    calibration._trim_tail_np(p, np.array([5, 5]), 0.35)
+    np.testing.assert_allclose(p[0], [0.4 / 0.7, 0.3 / 0.7, 0.0, 0.0, 0.0])
+    q = np.array([[0.4, 0.3, 0.1, 0.1, 0.1]])
+    calibration._trim_tail_np(q, np.array([5]), 0.25)  # the group exceeds the tail: kept
+    np.testing.assert_array_equal(q[0], [0.4, 0.3, 0.1, 0.1, 0.1])
+
+
+def test_sorting_and_symmetrisation_match_the_kernels(monkeypatch):
+    _, idx, dist = _lists(500, 30, 1)
+    cond = calibration.calibrate(dist, 10.0)
+    cond[np.random.default_rng(2).random(cond.shape) < 0.3] = 0.0  # trimmed tails
+    small_idx, small_cond = idx.copy(), cond.copy()
+    P_small = symmetry.symmetrize(small_idx, small_cond)
+    monkeypatch.setattr(symmetry, "PARALLEL_FROM_ENTRIES", 0)  # the kernels' path
+    monkeypatch.setattr(symmetry._sort_rows, "numpy", None)
+    big_idx, big_cond = idx.copy(), cond.copy()
+    P_big = symmetry.symmetrize(big_idx, big_cond)
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(P_small, name), getattr(P_big, name))
+    np.testing.assert_array_equal(small_idx, big_idx)  # the same rows reordered in place
+    np.testing.assert_array_equal(small_cond, big_cond)
+    # independently: (C + Cᵀ)/2n
+    n = len(idx)
+    C = np.zeros((n, n))
+    np.put_along_axis(C, idx, cond, axis=1)
+    np.testing.assert_allclose(P_small.toarray(), (C + C.T) / (2 * n), rtol=1e-15)
+
+
+def test_mixing_sums_match_the_kernels():
+    _, idx, dist = _lists(400, 30, 3)
+    cond = calibration.calibrate(dist, 10.0)
+    codes = np.arange(400, dtype=np.int64) % 3
+    for a, b in zip(mixing._table_cross(idx, cond, codes, 3),
+                    mixing._table_cross_small(idx, cond, codes, 3), strict=True):
+        np.testing.assert_array_equal(a, b)
+    P = symmetry.symmetrize(idx.copy(), cond.copy())
+    outs = [(np.empty(400), np.empty(400)) for _ in range(2)]
+    mixing._row_cross.serial(P.indptr, P.indices, P.data, codes, *outs[0])
+    mixing._row_cross.numpy(P.indptr, P.indices, P.data, codes, *outs[1])
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("nq, m, p, k", [(150, 700, 10, 90), (4, 9, 3, 12), (200, 600, 2, 30)])
+def test_scans_match_the_kernels(nq, m, p, k):
+    rng = np.random.default_rng(m)
+    Y, Q = rng.normal(size=(m, p)), rng.normal(size=(nq, p)) + 2.0
+    Y[5] = Y[1]
+    Q[0] = Y[1]
+    if p == 2:  # a grid: many equal distances, kept in row order by both
+        Y, Q = np.round(Y, 1), np.round(Q, 1)
+    Yt = np.ascontiguousarray(Y.T)
+    got = []
+    for variant in (brute._knn.serial, brute._knn.numpy):
+        idx, dist = np.empty((nq, k), dtype=np.int64), np.empty((nq, k))
+        variant(Q, Yt, k, idx, dist)
+        got.append((idx, dist))
+    np.testing.assert_array_equal(got[0][0], got[1][0])
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    d2 = brute.gram_squared_distances(Q, Y)
+    for skip, table in ((False, d2), (True, d2[:, :nq] if nq <= m else d2)):
+        table = np.ascontiguousarray(table)
+        a, b = np.empty((nq, k), dtype=np.int64), np.empty((nq, k), dtype=np.int64)
+        cross_share._smallest.serial(table, k, skip, a)
+        cross_share._smallest.numpy(table, k, skip, b)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_smallest_in_rows_by_hand():
+    d = np.array([[3.0, 1.0, 2.0, 1.0, np.inf], [np.nan, 0.5, 0.5, 0.5, 0.1]])
+    cols, vals = brute.smallest_in_rows(d, 3)
+    np.testing.assert_array_equal(cols, [[1, 3, 2], [4, 1, 2]])
+    np.testing.assert_array_equal(vals, [[1.0, 1.0, 2.0], [0.1, 0.5, 0.5]])
