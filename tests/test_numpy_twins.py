@@ -160,3 +160,27 @@ def test_smallest_in_rows_by_hand():
     cols, vals = brute.smallest_in_rows(d, 3)
     np.testing.assert_array_equal(cols, [[1, 3, 2], [4, 1, 2]])
     np.testing.assert_array_equal(vals, [[1.0, 1.0, 2.0], [0.1, 0.5, 0.5]])
+
+
+def test_the_fixed_part_matches_the_kernel():
+    from ctsne.forces import gradient
+
+    _, idx, dist = _lists(300, 30, 4)
+    P = symmetry.symmetrize(idx, calibration.calibrate(dist, 10.0))
+    P.data[::17] = 0.0  # explicit zeros are skipped by both
+    rng = np.random.default_rng(5)
+    for m in (0, 1, 2):
+        codes = rng.integers(0, 3, size=(m, 300))
+        alphas, betas = rng.uniform(1, 3, m), rng.uniform(0.01, 0.1, m)
+        args = (P.indptr, P.indices, P.data, codes, alphas, betas)
+        a, b = gradient._fixed_part.serial(*args), gradient._fixed_part.numpy(*args)
+        np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-18)
+        # independently: Σ_j p_ij (log p_ij − Σ_c log w_c(i, j)) per row, dense
+        D = P.toarray()
+        W = np.ones_like(D)
+        for c in range(m):
+            same = codes[c][:, None] == codes[c][None, :]
+            W *= np.where(same, alphas[c], betas[c])
+        ref = np.sum(np.where(D > 0, D * (np.log(np.where(D > 0, D, 1.0)) - np.log(W)), 0.0),
+                     axis=1)
+        np.testing.assert_allclose(b, ref, rtol=1e-10, atol=1e-15)
