@@ -45,7 +45,7 @@ import types
 
 import numba
 
-__all__ = ["Kernel", "kernel", "PRANGE_ONLY"]
+__all__ = ["Kernel", "kernel", "PRANGE_ONLY", "renamed"]
 
 
 def _passive_wait() -> None:
@@ -61,10 +61,16 @@ PRANGE_ONLY = dict(comprehension=False, reduction=False, inplace_binop=False, se
                    numpy=False, stencil=False, fusion=False, prange=True)
 
 
-def _renamed(py_func, suffix: str):
+def renamed(py_func, suffix: str, **names):
     """A copy of ``py_func`` under another qualified name: numba names a kernel's cache
-    files after it, and its cache index does not tell parallel from serial builds."""
-    f = types.FunctionType(py_func.__code__, py_func.__globals__, py_func.__name__ + suffix,
+    files after it, and its cache index does not tell parallel from serial builds.
+
+    ``names`` replace module-level names in the copy (a snapshot of the module's names,
+    so make it after everything the body uses): one body can then call a different
+    helper in each compiled copy, where a branch at run time would compile both helpers
+    into every copy (numba compiles all branches of a function)."""
+    scope = {**py_func.__globals__, **names} if names else py_func.__globals__
+    f = types.FunctionType(py_func.__code__, scope, py_func.__name__ + suffix,
                            py_func.__defaults__, py_func.__closure__)
     f.__qualname__ = py_func.__qualname__ + suffix
     f.__module__ = py_func.__module__
@@ -90,7 +96,7 @@ class Kernel:
     def __init__(self, py_func, min_work: float, **options):
         self.min_work = min_work
         self.parallel = numba.njit(parallel=dict(PRANGE_ONLY), cache=True, **options)(py_func)
-        self.serial = numba.njit(cache=True, **options)(_renamed(py_func, "_serial"))
+        self.serial = numba.njit(cache=True, **options)(renamed(py_func, "_serial"))
         self.numpy = None
         self.__doc__ = py_func.__doc__
         self.__name__ = py_func.__name__

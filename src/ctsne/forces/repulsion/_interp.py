@@ -16,7 +16,7 @@ import numpy as np
 # Only explicit prange loops run in parallel (numba would otherwise turn each np.zeros or
 # .sum() into a parallel region of its own, each waking the pool even on the serial path);
 # numba consumes the dict it is given, so each kernel gets a copy.
-from ..._parallel import PRANGE_ONLY
+from ..._parallel import PRANGE_ONLY, renamed
 
 # Points are visited tile by tile (TILE × TILE nodes) when the 2-D grid outgrows the cache.
 TILE = 16
@@ -228,18 +228,14 @@ def _sum_bands_row(private, offset, band_lo, band_hi, r, out):
                 out[r, s] += private[base + s]
 
 
-@numba.njit(cache=True)
-def _spread_2d_band(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band):
-    if inv_denom.shape[0] == ORDER_5:
-        _spread_2d_chunk_5(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band)
-    else:
-        _spread_2d_chunk(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, band)
+# Each 2-D driver is compiled once per stencil pass, as a copy whose pass is one of the two
+# (``renamed``): a driver choosing its pass at run time made numba compile both passes
+# into it, the general ones unused at the default order (~3 CPU-s of a first 5,000-point
+# fit; benchmarks/bench_compile.py). In the module's own copies the pass is the general one.
+_spread_2d_band = _spread_2d_chunk
 
 
-@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
-def spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel):
-    """Unit charges of the points on the grid. Chunk t of the rows of Y only reaches grid
-    rows ``band_lo[t]:band_hi[t]``, so its private grid is that band."""
+def _spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel):
     m = Y.shape[0]
     nx, ny = n_nodes[0], n_nodes[1]
     n_chunks = band_lo.shape[0]
@@ -334,20 +330,11 @@ def _gather_2d_chunk_5(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, 
     return z_self
 
 
-@numba.njit(cache=True)
-def _gather_2d_rows(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, F):
-    if inv_denom.shape[0] == ORDER_5:
-        return _gather_2d_chunk_5(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom,
-                                  pot, kernel, F)
-    return _gather_2d_chunk(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, pot,
-                            kernel, F)
+_gather_2d_rows = _gather_2d_chunk
 
 
-@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
-def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
-              parallel):
-    """Forces for the rows of ``Y``, written to rows ``order`` of the result, and the
-    self-pairs as interpolated."""
+def _gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
+               parallel):
     m = Y.shape[0]
     F = np.empty((m, 2))
     z_self = np.zeros(n_chunks)
@@ -361,6 +348,33 @@ def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_ch
                                         origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
     return F, z_self.sum()
 
+
+
+def _compiled(body, **passes):
+    return numba.njit(parallel=dict(PRANGE_ONLY), cache=True)(body if not passes else
+                                                              renamed(body, "_5", **passes))
+
+
+_SPREAD_2D = {ORDER_5: _compiled(_spread_2d, _spread_2d_band=_spread_2d_chunk_5),
+              None: _compiled(_spread_2d)}
+_GATHER_2D = {ORDER_5: _compiled(_gather_2d, _gather_2d_rows=_gather_2d_chunk_5),
+              None: _compiled(_gather_2d)}
+
+
+def spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel):
+    """Unit charges of the points on the grid. Chunk t of the rows of Y only reaches grid
+    rows ``band_lo[t]:band_hi[t]``, so its private grid is that band."""
+    driver = _SPREAD_2D.get(inv_denom.shape[0], _SPREAD_2D[None])
+    return driver(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel)
+
+
+def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
+              parallel):
+    """Forces for the rows of ``Y``, written to rows ``order`` of the result, and the
+    self-pairs as interpolated."""
+    driver = _GATHER_2D.get(inv_denom.shape[0], _GATHER_2D[None])
+    return driver(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
+                  parallel)
 
 # ---- kernels and spectra ------------------------------------------------------------
 
