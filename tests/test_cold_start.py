@@ -61,6 +61,28 @@ def test_cold_cache_gives_the_warm_embedding_and_compiles_no_engine(tmp_path):
     np.testing.assert_array_equal(cold[1], warm[1])
 
 
+FFT_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from ctsne.forces.repulsion.fft import repulsion_fft
+
+    repulsion_fft(np.random.default_rng(0).normal(scale=10, size=(3000, 2)))
+""")
+
+
+def test_the_fft_engine_compiles_only_the_stencil_it_uses(tmp_path):
+    # numba compiles every branch of a function: a driver choosing its stencil pass at run
+    # time compiled the general passes too, unused at the default order (p = 5)
+    cache = tmp_path / "numba-cache"
+    res = subprocess.run([sys.executable, "-c", FFT_SCRIPT], capture_output=True, text=True,
+                         env={**os.environ, "NUMBA_CACHE_DIR": str(cache)}, timeout=600)
+    assert res.returncode == 0, res.stderr
+    compiled = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
+    assert {"_interp._spread_2d_5", "_interp._gather_2d_5",
+            "_interp._spread_2d_chunk_5", "_interp._gather_2d_chunk_5"} <= compiled, compiled
+    assert not compiled & {"_interp._spread_2d_chunk", "_interp._gather_2d_chunk",
+                           "_interp._spread_2d", "_interp._gather_2d"}, compiled
+
+
 @pytest.mark.parametrize("n, only_exact", [(1000, True), (EXACT_FIT_MAX, True),
                                            (EXACT_FIT_MAX + 1, False)])
 def test_small_fits_are_exact_under_auto(n, only_exact):
