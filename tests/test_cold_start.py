@@ -8,6 +8,7 @@ cache, and that the embedding of a cold cache equals that of a warm one (bit for
 one thread and on two).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -61,22 +62,41 @@ def test_cold_cache_gives_the_warm_embedding_and_compiles_no_engine(tmp_path):
     np.testing.assert_array_equal(cold[1], warm[1])
 
 
-FFT_SCRIPT = textwrap.dedent("""
+PARALLEL_SCRIPT = textwrap.dedent("""
+    import json
     import numpy as np
+    from ctsne.affinities import calibration, symmetry
+    from ctsne.forces.repulsion import _interp
     from ctsne.forces.repulsion.fft import repulsion_fft
 
-    repulsion_fft(np.random.default_rng(0).normal(scale=10, size=(3000, 2)))
+    rng = np.random.default_rng(0)
+    repulsion_fft(rng.normal(scale=10, size=(3000, 2)))  # its parallel drivers
+    n, k = 1500, 180  # above the (n, k) passes' thresholds: their parallel twins
+    dist = np.sort(rng.random((n, k)), axis=1)
+    idx = np.stack([rng.choice(n, k, replace=False) for _ in range(n)])
+    cond = calibration.calibrate_blocks(dist, np.array([0, 90, 180]), 30.0, 90,
+                                        np.ones((n, 2)), np.empty_like(dist), 0.01)
+    symmetry.symmetrize(idx, cond)
+    print(json.dumps({f.__name__: len(f.signatures) for f in (
+        _interp._sum_bands_row, _interp._spectrum_row, _interp._kernel_row,
+        symmetry._union_row, calibration.block_perplexity)}))
 """)
 
 
-def test_the_fft_engine_compiles_only_the_stencil_it_uses(tmp_path):
+def test_parallel_drivers_compile_each_helper_once(tmp_path):
     # numba compiles every branch of a function: a driver choosing its stencil pass at run
-    # time compiled the general passes too, unused at the default order (p = 5)
+    # time compiled the general passes too, unused at the default order (p = 5); and a
+    # parallel twin types its prange index as uint64 on one pass: a helper given the index
+    # compiled a second time
     cache = tmp_path / "numba-cache"
-    res = subprocess.run([sys.executable, "-c", FFT_SCRIPT], capture_output=True, text=True,
-                         env={**os.environ, "NUMBA_CACHE_DIR": str(cache)}, timeout=600)
+    res = subprocess.run([sys.executable, "-c", PARALLEL_SCRIPT], capture_output=True,
+                         text=True, env={**os.environ, "NUMBA_CACHE_DIR": str(cache),
+                                         "NUMBA_NUM_THREADS": "2"}, timeout=600)
     assert res.returncode == 0, res.stderr
+    counts = json.loads(res.stdout.splitlines()[-1])
+    assert counts == dict.fromkeys(counts, 1), counts
     compiled = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
+    assert {"symmetry._union", "calibration._calibrate_kernel"} <= compiled, compiled
     assert {"_interp._spread_2d_5", "_interp._gather_2d_5",
             "_interp._spread_2d_chunk_5", "_interp._gather_2d_chunk_5"} <= compiled, compiled
     assert not compiled & {"_interp._spread_2d_chunk", "_interp._gather_2d_chunk",

@@ -172,8 +172,10 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
                 out[i, j] = 0.0
             if w == 0:
                 continue
-            calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, w, k), tol,
-                          max_iter, out[i, lo:lo + w])
+            # np.int64(w): one pass of the parallel twin typed w as Literal[int](0), and
+            # compiled block_perplexity a second time
+            calibrate_row(dist[i, lo:lo + w], block_perplexity(perplexity, np.int64(w), k),
+                          tol, max_iter, out[i, lo:lo + w])
             if tail > 0.0 and ascending:
                 trim_tail(out[i, lo:lo + w], tail)
             for j in range(lo, lo + w):

@@ -163,11 +163,13 @@ def _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale, counts):
     # are empty stand-ins of the output's types) or, given no counts, fills the rows. One
     # kernel for both passes, and one signature of _union_row: a first run in a new
     # environment compiles each once (given the literals True / False and 0 / indptr[i],
-    # numba compiled _union_row twice, 1.1-1.4 s of a cold 1,000-point fit's compile).
+    # numba compiled _union_row twice, 1.1-1.4 s of a cold 1,000-point fit's compile; the
+    # parallel twin types a prange index as uint64 on one of its passes, hence np.int64(i)).
     fill = counts.shape[0] == 0
     for i in numba.prange(idx.shape[0]):
         e = np.int64(indptr[i]) if fill else np.int64(0)
-        got = _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, e, scale, fill)
+        got = _union_row(np.int64(i), idx, cond, flat, tptr, tsrc, indices, data, e, scale,
+                         fill)
         if not fill:
             counts[i] = got
 

@@ -219,6 +219,8 @@ def _spread_2d_chunk_5(Y, lo, hi, origin, inv_delta, n_nodes, inv_denom, r0, ban
 
 @numba.njit(cache=True)
 def _sum_bands_row(private, offset, band_lo, band_hi, r, out):
+    # r: np.int64 at every call (here and in the row helpers below): numba types a prange
+    # index as uint64 on one pass of a parallel driver, and compiled each helper twice
     ny = out.shape[1]
     out[r, :] = 0.0
     for t in range(band_lo.shape[0]):
@@ -250,14 +252,14 @@ def _spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, paral
             _spread_2d_band(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
                             n_nodes, inv_denom, band_lo[t], band)
         for r in numba.prange(nx):
-            _sum_bands_row(private, offset, band_lo, band_hi, r, out)
+            _sum_bands_row(private, offset, band_lo, band_hi, np.int64(r), out)
     else:
         for t in range(n_chunks):
             band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
             _spread_2d_band(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
                             n_nodes, inv_denom, band_lo[t], band)
         for r in range(nx):
-            _sum_bands_row(private, offset, band_lo, band_hi, r, out)
+            _sum_bands_row(private, offset, band_lo, band_hi, np.int64(r), out)
     return out
 
 
@@ -400,10 +402,10 @@ def kernel_quadrant(n, spacing, parallel):
     out = np.empty((1 + d, n[0], n[1] if d == 2 else 1))
     if parallel:
         for r in numba.prange(n[0]):
-            _kernel_row(r, n, spacing, out)
+            _kernel_row(np.int64(r), n, spacing, out)
     else:
         for r in range(n[0]):
-            _kernel_row(r, n, spacing, out)
+            _kernel_row(np.int64(r), n, spacing, out)
     return out
 
 
@@ -441,8 +443,8 @@ def apply_spectra_2d(C, T, Rx, Ry, half_rows, parallel):
     acc = np.zeros(n_rows)
     if parallel:
         for r in numba.prange(n_rows):
-            acc[r] = _spectrum_row(C, T, Rx, Ry, r, half_rows, out)
+            acc[r] = _spectrum_row(C, T, Rx, Ry, np.int64(r), half_rows, out)
     else:
         for r in range(n_rows):
-            acc[r] = _spectrum_row(C, T, Rx, Ry, r, half_rows, out)
+            acc[r] = _spectrum_row(C, T, Rx, Ry, np.int64(r), half_rows, out)
     return out, acc.sum()
