@@ -71,7 +71,7 @@ PARALLEL_SCRIPT = textwrap.dedent("""
 
     rng = np.random.default_rng(0)
     repulsion_fft(rng.normal(scale=10, size=(3000, 2)))  # its parallel drivers
-    n, k = 1500, 180  # above the (n, k) passes' thresholds: their parallel twins
+    n, k = 6000, 180  # above the (n, k) passes' numpy twins: their parallel kernels
     dist = np.sort(rng.random((n, k)), axis=1)
     idx = np.stack([rng.choice(n, k, replace=False) for _ in range(n)])
     cond = calibration.calibrate_blocks(dist, np.array([0, 90, 180]), 30.0, 90,

@@ -100,7 +100,7 @@ def test_sorting_and_symmetrisation_match_the_kernels(monkeypatch):
     cond[np.random.default_rng(2).random(cond.shape) < 0.3] = 0.0  # trimmed tails
     small_idx, small_cond = idx.copy(), cond.copy()
     P_small = symmetry.symmetrize(small_idx, small_cond)
-    monkeypatch.setattr(symmetry, "PARALLEL_FROM_ENTRIES", 0)  # the kernels' path
+    monkeypatch.setattr(symmetry, "NUMPY_BELOW_ENTRIES", 0)  # the kernels' path
     monkeypatch.setattr(symmetry._sort_rows, "numpy", None)
     big_idx, big_cond = idx.copy(), cond.copy()
     P_big = symmetry.symmetrize(big_idx, big_cond)

@@ -86,6 +86,9 @@ def test_kernel_variants_agree_and_dispatch_by_work(monkeypatch):
     assert k.pick(99) is _double_np and k.pick(100) is k.serial
     monkeypatch.setattr("numba.get_num_threads", lambda: 2)
     assert k.pick(99) is _double_np and k.pick(100) is k.parallel
+    # or below a threshold of its own, above the parallel one
+    k.small(below=1000)(_double_np)
+    assert k.pick(999) is _double_np and k.pick(1000) is k.parallel
     x = np.arange(5.0)
     out = np.empty(5)
     k.parallel(x, out)

@@ -30,7 +30,8 @@ the symmetrisation, the prior-mixing sums) takes milliseconds below its parallel
 while its serial twin costs 0.3–1 s to compile in a new environment: together most of a
 first 1,000-point fit's compile (``benchmarks/bench_compile.py``). Such a kernel may be
 given a numpy twin (:meth:`Kernel.small`) of the same arguments, which then serves every
-call below the kernel's threshold, so a small fit compiles only what runs per iteration.
+call below the kernel's threshold (or a higher one of its own), so a small fit compiles
+only what runs per iteration.
 The twin follows the kernel's operations in their order (sums in the same sequence, the
 same ties), so the two agree to the last bit wherever numpy's ``exp`` and ``log`` are the
 C library's (they are not on CPUs with AVX-512, where numpy has its own) and within a few
@@ -98,21 +99,26 @@ class Kernel:
         self.parallel = numba.njit(parallel=dict(PRANGE_ONLY), cache=True, **options)(py_func)
         self.serial = numba.njit(cache=True, **options)(renamed(py_func, "_serial"))
         self.numpy = None
+        self.numpy_below = min_work
         self.__doc__ = py_func.__doc__
         self.__name__ = py_func.__name__
 
-    def small(self, func):
+    def small(self, func=None, *, below: float | None = None):
         """Decorator: ``func`` (numpy, the kernel's arguments and effects) serves the calls
-        below ``min_work``, so that the serial twin compiles only for one-thread runs of
-        large calls."""
+        of less work than ``below`` (default ``min_work``), so that the serial twin
+        compiles only for one-thread runs of large calls. ``@kernel.small`` or
+        ``@kernel.small(below=...)``."""
+        if func is None:
+            return lambda f: self.small(f, below=below)
         self.numpy = func
+        self.numpy_below = self.min_work if below is None else below
         return func
 
     def pick(self, work: float):
         """The variant for a call of the given work under the current thread limit."""
-        if work < self.min_work:
-            return self.serial if self.numpy is None else self.numpy
-        if numba.get_num_threads() == 1:
+        if self.numpy is not None and work < self.numpy_below:
+            return self.numpy
+        if work < self.min_work or numba.get_num_threads() == 1:
             return self.serial
         return self.parallel
 

@@ -17,7 +17,8 @@ from .._parallel import kernel
 from .options import n_neighbors_for
 
 # n_neighbors_for lives in .options (no numba: the parameter checks use it); named here too
-__all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "PARALLEL_FROM_ENTRIES", "START_SCALE",
+__all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "NUMPY_BELOW_ENTRIES", "PARALLEL_FROM_ENTRIES",
+           "START_SCALE",
            "block_perplexity", "calibrate", "calibrate_blocks", "calibrate_row",
            "n_neighbors_for"]
 
@@ -30,6 +31,14 @@ __all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "PARALLEL_FROM_ENTRIES", "STAR
 # the pool first pays, a 1,000-point fit at perplexity 30 compiled six parallel twins;
 # its label-balanced P has 180,000 entries (90 own-class and 90 other-class per row).
 PARALLEL_FROM_ENTRIES = 200_000
+# Entries below which the (n, k) passes (calibration, symmetrisation, the table's mixing
+# sums) run as numpy twins (ctsne._parallel) on any number of threads. Above their
+# parallel threshold the numpy passes cost more than the compiled ones, but in a new
+# environment each compiled pass costs 2-6 CPU-s to compile: a 5,000-point fit with a
+# prior (450,000 + 900,000 entries) spends 0.4 s more warm (of ~9 s) and ~12 CPU-s less
+# cold (of ~60). At 10⁶ entries numpy adds ~0.25 s (calibration 0.24 against 0.03 s on two
+# threads, symmetrisation 0.07 against 0.06 s; 2026-11-29, benchmarks in BENCHMARKS.md).
+NUMPY_BELOW_ENTRIES = 1_000_000
 # The search for each row's precision: entropy tolerance (nats) and most steps.
 CALIBRATE_TOL = 1e-8
 CALIBRATE_MAX_ITER = 200
@@ -188,7 +197,7 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
 
 
 
-@_calibrate_kernel.small
+@_calibrate_kernel.small(below=NUMPY_BELOW_ENTRIES)
 def _calibrate_small(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
     # the kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):

@@ -21,7 +21,7 @@ from .._parallel import kernel
 from ..neighbors.brute import brute_knn
 from ..neighbors.merged import PROBE_SAMPLE
 from ..neighbors.search import drop_self
-from .calibration import PARALLEL_FROM_ENTRIES, calibrate
+from .calibration import NUMPY_BELOW_ENTRIES, calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
@@ -142,7 +142,7 @@ def _row_cross_small(indptr, indices, data, codes, mass, cross):
 
 
 def _table_cross_small(idx, cond, codes, n_classes):
-    # _table_cross in numpy, for tables below the (n, k) passes' parallel threshold: its
+    # _table_cross in numpy, for tables below NUMPY_BELOW_ENTRIES: its
     # additions in its order (entry by entry, row i's class before j's)
     ci = np.repeat(codes, idx.shape[1])
     cj = codes[idx.ravel()]
@@ -216,7 +216,7 @@ def table_mixing(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> PriorM
     """
     codes = np.asarray(codes, dtype=np.int64)
     sizes = np.bincount(codes)
-    cross_of = _table_cross_small if idx.size < PARALLEL_FROM_ENTRIES else _table_cross
+    cross_of = _table_cross_small if idx.size < NUMPY_BELOW_ENTRIES else _table_cross
     mass, cross = cross_of(idx, np.asarray(cond, dtype=np.float64), codes, len(sizes))
     return _summarise(mass, cross, sizes, len(codes))
 

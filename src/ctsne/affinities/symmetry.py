@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import kernel
-from .calibration import PARALLEL_FROM_ENTRIES  # one threshold for all (n, k) passes
+from .calibration import NUMPY_BELOW_ENTRIES, PARALLEL_FROM_ENTRIES  # the (n, k) passes'
 
 __all__ = ["symmetrize"]
 
@@ -63,7 +63,7 @@ def _sort_rows(idx, cond):
         _sort_pairs(idx[i, :m], cond[i, :m])
 
 
-@_sort_rows.small
+@_sort_rows.small(below=NUMPY_BELOW_ENTRIES)
 def _sort_rows_small(idx, cond):
     # the kernel's result (a row's columns are distinct, so its unstable sort has one)
     n = idx.shape[0]
@@ -189,7 +189,7 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     n, k = idx.shape
     work = idx.size
     _sort_rows(idx, cond, work=work)
-    if work < PARALLEL_FROM_ENTRIES:
+    if work < NUMPY_BELOW_ENTRIES:
         return _union_small(idx, cond)
     ptype = np.int32 if idx.size < np.iinfo(np.int32).max else np.int64
     tptr = np.zeros(n + 1, dtype=np.int64)
@@ -214,8 +214,8 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
 
 
 def _union_small(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
-    """:func:`symmetrize`'s merge for tables below the (n, k) passes' parallel threshold,
-    by scipy (a few milliseconds there) rather than kernels a first run would compile. The
+    """:func:`symmetrize`'s merge for tables below ``NUMPY_BELOW_ENTRIES``, by scipy
+    rather than kernels a first run would compile. The
     same P: a mirror pair's ``c_ij + c_ji`` is one addition either way, then scaled."""
     n = idx.shape[0]
     kept = idx < n  # sorted rows: positive entries first
