@@ -160,6 +160,8 @@ def test_smallest_in_rows_by_hand():
     cols, vals = brute.smallest_in_rows(d, 3)
     np.testing.assert_array_equal(cols, [[1, 3, 2], [4, 1, 2]])
     np.testing.assert_array_equal(vals, [[1.0, 1.0, 2.0], [0.1, 0.5, 0.5]])
+    cols, vals = brute.smallest_in_rows(d, 0)
+    assert cols.shape == vals.shape == (2, 0)
 
 
 def test_the_fixed_part_matches_the_kernel():

@@ -6,6 +6,8 @@ iteration (bisection where Newton's step leaves the bracket) so that the row's e
 ``log(perplexity)``. Used for the standard P, for each block of the
 label-balanced P (:mod:`ctsne.affinities.balanced`), for given neighbours
 (:mod:`ctsne.affinities.precomputed`) and for new points (:mod:`ctsne.estimator.placement`).
+Tables below ``NUMPY_BELOW_ENTRIES`` are calibrated by the kernel's numpy twin, all rows
+at once through the same steps in the same order (:mod:`ctsne._parallel`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ from .options import n_neighbors_for
 
 # n_neighbors_for lives in .options (no numba: the parameter checks use it); named here too
 __all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "NUMPY_BELOW_ENTRIES", "PARALLEL_FROM_ENTRIES",
-           "START_SCALE",
-           "block_perplexity", "calibrate", "calibrate_blocks", "calibrate_row",
+           "START_SCALE", "block_perplexity", "calibrate", "calibrate_blocks", "calibrate_row",
            "n_neighbors_for"]
 
 
@@ -195,8 +196,6 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
             out[i, j] /= total
 
 
-
-
 @_calibrate_kernel.small(below=NUMPY_BELOW_ENTRIES)
 def _calibrate_small(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
     # the kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently
@@ -300,7 +299,7 @@ def _trim_tail_np(p, width, tail):
         start = end[live] - 1
         last = p[live, start]
         group = last.copy()
-        more = live.size > 0
+        more = True
         while more:  # extend each group down over entries equal to its last
             ext = (start > 0) & (p[live, np.maximum(start - 1, 0)] == last)
             more = bool(ext.any())

@@ -2,7 +2,8 @@
 
 C is given as k neighbours per row (indices and values); P is built as CSR at its final
 size without a COO copy or a ``C + Cᵀ`` temporary (:func:`symmetrize`): each row of P
-is the merge of C's row and Cᵀ's, both sorted by column.
+is the merge of C's row and Cᵀ's, both sorted by column. Tables below
+``NUMPY_BELOW_ENTRIES`` are merged by scipy instead (the same P; no kernel to compile).
 """
 
 from __future__ import annotations

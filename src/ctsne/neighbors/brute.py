@@ -77,6 +77,8 @@ def smallest_in_rows(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     in column order: what a scan that inserts each column into a sorted list keeps (it
     leaves out values not below ``inf``, which come last here). ``k ≤ d.shape[1]``."""
     n, m = d.shape
+    if k == 0:
+        return np.empty((n, 0), dtype=np.int64), np.empty((n, 0))
     d = np.where(np.isnan(d), np.inf, d)
     if k < m:  # the k-th value, then every column up to it (ties at the k-th included)
         kth = np.partition(d, k - 1, axis=1)[:, k - 1]
