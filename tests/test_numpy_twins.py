@@ -186,3 +186,40 @@ def test_the_fixed_part_matches_the_kernel():
         ref = np.sum(np.where(D > 0, D * (np.log(np.where(D > 0, D, 1.0)) - np.log(W)), 0.0),
                      axis=1)
         np.testing.assert_allclose(b, ref, rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("local_connectivity", [0.0, 0.5, 1.0, 2.5, 14.0, 20.0])
+def test_umap_bandwidths_match_the_kernel(local_connectivity):
+    from ctsne.affinities import fuzzy
+
+    rng = np.random.default_rng(int(10 * local_connectivity))
+    dist = rng.random((300, 14)) * rng.uniform(0.1, 10.0, (300, 1))
+    dist[3] = 0.0  # every neighbour a duplicate: ρ = 0, the table's mean bounds σ
+    dist[4, :5] = 0.0
+    dist[5, 3:] = np.inf  # missing neighbours
+    dist[6] = 1.0  # ties: the sum does not depend on σ
+    dist[7] = np.inf
+    mean = float(dist[np.isfinite(dist)].mean())
+    args = (dist, np.log2(15.0), local_connectivity, mean, fuzzy.SMOOTH_TOL,
+            fuzzy.SMOOTH_MAX_ITER)
+    got = []
+    for variant in (fuzzy._smooth_kernel.serial, fuzzy._smooth_kernel.numpy):
+        sigmas, rhos = np.empty(300), np.empty(300)
+        variant(*args, sigmas, rhos)
+        got.append((sigmas, rhos))
+    np.testing.assert_array_equal(got[0][1], got[1][1])  # ρ: no exp, equal
+    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-7)
+    # independently: each bisected row's memberships sum to log₂ 15
+    sigmas, rhos = got[1]
+    w = np.where(np.isfinite(dist), np.exp(-np.maximum(dist - rhos[:, None], 0.0)
+                                           / sigmas[:, None]), 0.0)
+    # solvable rows: fewer than log₂ 15 entries at or below ρ (each holds membership 1)
+    solved = np.isfinite(dist).all(axis=1)
+    solved &= np.count_nonzero(dist <= rhos[:, None], axis=1) < np.log2(15.0) - 1e-6
+    solved &= sigmas > fuzzy.MIN_SIGMA_SCALE * dist.mean(axis=1)
+    if local_connectivity <= 2.5:
+        assert solved.sum() > 250
+        np.testing.assert_allclose(w[solved].sum(axis=1), np.log2(15.0), atol=1e-8)
+    else:  # fewer positive neighbours than local_connectivity: ρ is the farthest of them
+        farthest = np.max(np.where(np.isfinite(dist) & (dist > 0), dist, 0.0), axis=1)
+        np.testing.assert_array_equal(rhos, farthest)

@@ -137,6 +137,73 @@ def _smooth_kernel(dist, target, local_connectivity, global_mean, tol, max_iter,
                                         tol, max_iter)
 
 
+@_smooth_kernel.small
+def _smooth_small(dist, target, local_connectivity, global_mean, tol, max_iter, sigmas, rhos):
+    # smooth_row for all rows at once, its steps in its order (sums column by column); no
+    # kernel, np.sort or quicksort to compile in a small fit's first run. Values computed
+    # and then discarded (exp of an entry below ρ, 0·inf) stay silent.
+    with np.errstate(over="ignore", invalid="ignore"):
+        _smooth_np(dist, target, local_connectivity, global_mean, tol, max_iter, sigmas, rhos)
+
+
+def _smooth_np(dist, target, local_connectivity, global_mean, tol, max_iter, sigmas, rhos):
+    n, k = dist.shape
+    finite = np.isfinite(dist)
+    d = np.where(finite, dist, 0.0)
+    total = np.zeros(n)
+    for j in range(k):
+        total += d[:, j]
+    pos = np.sort(np.where(finite & (dist > 0.0), dist, np.inf), axis=1)
+    m = np.count_nonzero(np.isfinite(pos), axis=1)
+    rows = np.arange(n)
+    index = int(np.floor(local_connectivity))
+    frac = local_connectivity - index
+    rho = np.zeros(n)
+    if k > 0 and index > 0:
+        rho = pos[:, min(index, k) - 1].copy()
+        if frac > 0.0 and index < k:
+            rho += frac * (pos[:, index] - pos[:, index - 1])
+    elif k > 0:
+        rho = frac * pos[:, 0]
+    few = (m > 0) & (m < local_connectivity)
+    rho[few] = pos[rows[few], m[few] - 1]
+    rho[m == 0] = 0.0
+    above = finite & (dist > rho[:, None])
+    scale = np.zeros(n)
+    for j in range(k):
+        scale += np.where(above[:, j], dist[:, j] - rho, 0.0)
+    n_above = np.count_nonzero(above, axis=1)
+    sigma = np.zeros(n)
+    live = np.flatnonzero(n_above > 0)
+    sigma[live] = scale[live] / n_above[live]
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    for _ in range(max_iter):
+        if live.size == 0:
+            break
+        sg, r = sigma[live], rho[live]
+        s_ = np.zeros(live.size)
+        for j in range(k):
+            dj = dist[live, j]
+            term = np.where(dj > r, np.exp(-(dj - r) / sg), 1.0)
+            s_ += np.where(finite[live, j], term, 0.0)
+        going = ~(np.abs(s_ - target) < tol)
+        live, sg, s_ = live[going], sg[going], s_[going]
+        over = s_ > target
+        hi[live[over]] = sg[over]
+        lo[live[~over]] = sg[~over]
+        h, l_ = hi[live], lo[live]
+        nxt = np.where(h == np.inf, 2.0 * sg, 0.5 * (l_ + h))
+        moving = ~((nxt == l_) | (nxt == h))  # the bracket as narrow as doubles allow
+        live, nxt = live[moving], nxt[moving]
+        sigma[live] = nxt
+    valid = np.count_nonzero(finite, axis=1)
+    mean = np.where(rho > 0.0, total / (valid + 1), global_mean)
+    sigma = np.maximum(sigma, MIN_SIGMA_SCALE * mean)
+    sigma[sigma == 0.0] = 1.0
+    sigmas[:] = sigma
+    rhos[:] = rho
+
+
 def smooth_knn(dist: np.ndarray, n_neighbors: int,
                local_connectivity: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Each row's bandwidth σ_i and offset ρ_i, as UMAP defines them.
