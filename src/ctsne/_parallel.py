@@ -45,8 +45,9 @@ import os
 import types
 
 import numba
+import numpy as np
 
-__all__ = ["Kernel", "kernel", "PRANGE_ONLY", "renamed"]
+__all__ = ["Kernel", "kernel", "PRANGE_ONLY", "renamed", "sum_in_order"]
 
 
 def _passive_wait() -> None:
@@ -60,6 +61,16 @@ _passive_wait()
 # kernel gets a copy.)
 PRANGE_ONLY = dict(comprehension=False, reduction=False, inplace_binop=False, setitem=False,
                    numpy=False, stencil=False, fusion=False, prange=True)
+
+
+def sum_in_order(x: np.ndarray) -> np.ndarray:
+    """Column sums of ``x`` (m, n), each column's entries added one after another from 0,
+    as a kernel's loop over a row adds them: numpy's own reductions may sum pairwise, so
+    the numpy twins sum with this."""
+    total = np.zeros(x.shape[1])
+    for row in x:
+        total += row
+    return total
 
 
 def renamed(py_func, suffix: str, **names):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._parallel import kernel
+from .._parallel import kernel, sum_in_order
 from .options import n_neighbors_for
 
 # n_neighbors_for lives in .options (no numba: the parameter checks use it); named here too
@@ -196,14 +196,10 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
             out[i, j] /= total
 
 
+# the kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently
 @_calibrate_kernel.small(below=NUMPY_BELOW_ENTRIES)
+@np.errstate(invalid="ignore", divide="ignore", over="ignore")
 def _calibrate_small(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
-    # the kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        _calibrate_np(dist, perplexity, tol, max_iter, starts, k, weights, tail, out)
-
-
-def _calibrate_np(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
     n, m = dist.shape
     blocks = starts.shape[0] - 1
     if blocks == 0:
@@ -226,16 +222,7 @@ def _calibrate_np(dist, perplexity, tol, max_iter, starts, k, weights, tail, out
             _trim_tail_np(q, w[sub], tail)
             p[sub] = q
         res[:, lo:hi] = p * weights[:, b:b + 1]
-    out[:] = res / _in_order(res.T)[:, None]
-
-
-def _in_order(x):
-    """Column sums of ``x`` (w, n), each added row after row as the kernel's loops add
-    (numpy's own reductions may sum pairwise)."""
-    total = np.zeros(x.shape[1])
-    for row in x:
-        total += row
-    return total
+    out[:] = res / sum_in_order(res.T)[:, None]
 
 
 def _rows_np(dist, valid, perplexity, tol, max_iter):
@@ -249,9 +236,9 @@ def _rows_np(dist, valid, perplexity, tol, max_iter):
     r = dist / top[:, None]
     d2 = np.where(valid, r * r, np.inf)
     dmin = np.min(d2, axis=1)
-    # (w, n) layouts: each column's entries are summed in order (_in_order)
+    # (w, n) layouts: each column's entries are summed in order (sum_in_order)
     dj = np.where(valid, d2 - dmin[:, None], 0.0).T.copy()
-    spread = _in_order(dj) / np.maximum(count, 1)
+    spread = sum_in_order(dj) / np.maximum(count, 1)
     beta = np.ones(n)
     starts = (count > perplexity) & (spread > 0.0)
     beta[starts] = START_SCALE * np.log(count[starts] / perplexity[starts]) / spread[starts]
@@ -267,9 +254,9 @@ def _rows_np(dist, valid, perplexity, tol, max_iter):
         d, b = dj[:, live], beta[live]
         ev = np.where(mask[:, live], np.exp(-d * b), 0.0)
         e[:, live] = ev
-        sv = _in_order(ev)
-        sd = _in_order(ev * d)
-        sdd = _in_order(ev * d * d)
+        sv = sum_in_order(ev)
+        sd = sum_in_order(ev * d)
+        sdd = sum_in_order(ev * d * d)
         s[live] = sv
         mean = sd / sv
         diff = (np.log(sv) + b * mean) - target[live]
@@ -316,7 +303,7 @@ def _trim_tail_np(p, width, tail):
         return
     q = p[cut]
     q[np.arange(q.shape[1])[None, :] >= end[cut, None]] = 0.0
-    kept = _in_order(q.T)
+    kept = sum_in_order(q.T)
     p[cut] = q / kept[:, None]
 
 

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel
+from .._parallel import kernel, sum_in_order
 from .calibration import PARALLEL_FROM_ENTRIES  # the bisection costs what calibration's does
 
 __all__ = ["MIN_SIGMA_SCALE", "SMOOTH_MAX_ITER", "SMOOTH_TOL", "fuzzy_graph", "fuzzy_union",
@@ -137,22 +137,15 @@ def _smooth_kernel(dist, target, local_connectivity, global_mean, tol, max_iter,
                                         tol, max_iter)
 
 
+# smooth_row for all rows at once, its steps in its order (sums column by column); no
+# kernel, np.sort or quicksort to compile in a small fit's first run. Values computed and
+# then discarded (exp of an entry below ρ, 0·inf) stay silent.
 @_smooth_kernel.small
+@np.errstate(over="ignore", invalid="ignore")
 def _smooth_small(dist, target, local_connectivity, global_mean, tol, max_iter, sigmas, rhos):
-    # smooth_row for all rows at once, its steps in its order (sums column by column); no
-    # kernel, np.sort or quicksort to compile in a small fit's first run. Values computed
-    # and then discarded (exp of an entry below ρ, 0·inf) stay silent.
-    with np.errstate(over="ignore", invalid="ignore"):
-        _smooth_np(dist, target, local_connectivity, global_mean, tol, max_iter, sigmas, rhos)
-
-
-def _smooth_np(dist, target, local_connectivity, global_mean, tol, max_iter, sigmas, rhos):
     n, k = dist.shape
     finite = np.isfinite(dist)
-    d = np.where(finite, dist, 0.0)
-    total = np.zeros(n)
-    for j in range(k):
-        total += d[:, j]
+    total = sum_in_order(np.where(finite, dist, 0.0).T)
     pos = np.sort(np.where(finite & (dist > 0.0), dist, np.inf), axis=1)
     m = np.count_nonzero(np.isfinite(pos), axis=1)
     rows = np.arange(n)
@@ -169,9 +162,7 @@ def _smooth_np(dist, target, local_connectivity, global_mean, tol, max_iter, sig
     rho[few] = pos[rows[few], m[few] - 1]
     rho[m == 0] = 0.0
     above = finite & (dist > rho[:, None])
-    scale = np.zeros(n)
-    for j in range(k):
-        scale += np.where(above[:, j], dist[:, j] - rho, 0.0)
+    scale = sum_in_order(np.where(above, dist - rho[:, None], 0.0).T)
     n_above = np.count_nonzero(above, axis=1)
     sigma = np.zeros(n)
     live = np.flatnonzero(n_above > 0)
@@ -181,11 +172,9 @@ def _smooth_np(dist, target, local_connectivity, global_mean, tol, max_iter, sig
         if live.size == 0:
             break
         sg, r = sigma[live], rho[live]
-        s_ = np.zeros(live.size)
-        for j in range(k):
-            dj = dist[live, j]
-            term = np.where(dj > r, np.exp(-(dj - r) / sg), 1.0)
-            s_ += np.where(finite[live, j], term, 0.0)
+        d, rc, sc = dist[live], r[:, None], sg[:, None]
+        term = np.where(d > rc, np.exp(-(d - rc) / sc), 1.0)
+        s_ = sum_in_order(np.where(finite[live], term, 0.0).T)
         going = ~(np.abs(s_ - target) < tol)
         live, sg, s_ = live[going], sg[going], s_[going]
         over = s_ > target

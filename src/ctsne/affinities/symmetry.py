@@ -224,7 +224,7 @@ def _union_small(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     np.cumsum(kept.sum(axis=1), out=indptr[1:])
     C = sp.csr_matrix((cond[kept], idx[kept], indptr), shape=(n, n))
     C.has_sorted_indices = True
-    P = (C + C.T.tocsr()).tocsr()
+    P = C + C.T.tocsr()
     P.data *= 1.0 / (2.0 * n)
     P.sort_indices()
     return P

@@ -351,7 +351,6 @@ def _gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_c
     return F, z_self.sum()
 
 
-
 def _compiled(body, **passes):
     return numba.njit(parallel=dict(PRANGE_ONLY), cache=True)(body if not passes else
                                                               renamed(body, "_5", **passes))
@@ -377,6 +376,7 @@ def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_ch
     driver = _GATHER_2D.get(inv_denom.shape[0], _GATHER_2D[None])
     return driver(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
                   parallel)
+
 
 # ---- kernels and spectra ------------------------------------------------------------
 
