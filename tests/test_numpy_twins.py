@@ -223,3 +223,32 @@ def test_umap_bandwidths_match_the_kernel(local_connectivity):
     else:  # fewer positive neighbours than local_connectivity: ρ is the farthest of them
         farthest = np.max(np.where(np.isfinite(dist) & (dist > 0), dist, 0.0), axis=1)
         np.testing.assert_array_equal(rhos, farthest)
+
+
+@pytest.mark.parametrize("n, d", [(1, 2), (7, 2), (1000, 2), (333, 3)])
+def test_the_optimiser_step_matches_the_kernel(n, d):
+    from ctsne.optimization import optimizer
+
+    rng = np.random.default_rng(n + d)
+    for cap in (-1.0, 0.3, 5.0):
+        for threads in (1, 2, 3):
+            Y, grad = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+            update = 0.3 * rng.normal(size=(n, d))
+            update[::5] = 0.0  # no sign: the gain decays
+            gains = rng.uniform(0.005, 2.0, size=(n, d))  # some below the floor
+            a = [x.copy() for x in (Y, grad, update, gains)]
+            b = [x.copy() for x in (Y, grad, update, gains)]
+            mean_a = optimizer._step.serial(*a, 40.0, 0.8, 0.01, cap, threads)
+            mean_b = optimizer._step.numpy(*b, 40.0, 0.8, 0.01, cap, threads)
+            np.testing.assert_array_equal(mean_b, mean_a)
+            for x, y in zip(a, b, strict=True):
+                np.testing.assert_array_equal(y, x)
+            # independently: the delta-bar-delta rule, the capped step and the new mean
+            g = np.maximum(np.where(update * grad < 0, gains + 0.2, gains * 0.8), 0.01)
+            u = 0.8 * update - 40.0 * g * grad
+            if cap > 0:
+                u *= np.minimum(1.0, cap / np.linalg.norm(u, axis=1))[:, None]
+            np.testing.assert_allclose(b[3], g, rtol=1e-15)
+            np.testing.assert_allclose(b[2], u, rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(b[0], Y + u, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(mean_b, (Y + u).mean(axis=0), rtol=1e-9, atol=1e-12)

@@ -10,17 +10,18 @@ import numba
 import numpy as np
 import pytest
 
-from ctsne._parallel import Kernel, kernel
+from ctsne._parallel import Kernel, Threaded, kernel
 
 # A small fit and a small Barnes-Hut call with two threads allowed, in a fresh process
 # (other tests may have run large kernels in this one); prints the kernels whose parallel
 # variant was compiled (that is, entered) and those whose serial variant was.
 SMALL_RUN = textwrap.dedent("""
     import sys
+    import threading
     import numpy as np
     import numba
     from ctsne import ConditionalTSNE
-    from ctsne._parallel import Kernel
+    from ctsne._parallel import Kernel, Threaded
     from ctsne.forces.repulsion.barnes_hut import repulsion_bh
 
     assert numba.get_num_threads() == 2
@@ -38,6 +39,13 @@ SMALL_RUN = textwrap.dedent("""
                         parallel.append(name + "." + attr)
                     if obj.serial.signatures:
                         serial.append(name + "." + attr)
+                if isinstance(obj, Threaded):
+                    if obj.parallel is not None and obj.parallel.signatures:
+                        parallel.append(name + "." + attr)
+                    if obj.compiled.signatures:
+                        serial.append(name + "." + attr)
+    # ctsne's own worker threads: started by the first call split over threads
+    parallel += [t.name for t in threading.enumerate() if t.name == "ctsne-worker"]
     print(",".join(sorted(set(parallel))))
     print(",".join(sorted(set(serial))))
 """)
@@ -55,13 +63,14 @@ def test_small_problems_stay_on_the_calling_thread():
     assert parallel == ""
     # the kernels of a fit and of Barnes-Hut did run, in their serial variants
     for name in ("ctsne.forces.attraction._attraction_planar",
-                 "ctsne.optimization.optimizer._step",
                  "ctsne.forces.repulsion.exact._grouped_kernel_2d",
                  "ctsne.forces.repulsion.barnes_hut._traverse"):
         assert name in serial.split(","), serial
-    # and the once-per-fit passes in their numpy twins: neither variant compiled
+    # and the once-per-fit passes and a small fit's steps in their numpy twins: neither
+    # variant compiled
     for name in ("ctsne.affinities.calibration._calibrate_kernel",
-                 "ctsne.forces.gradient._fixed_part"):
+                 "ctsne.forces.gradient._fixed_part",
+                 "ctsne.optimization.optimizer._step"):
         assert name not in serial.split(","), serial
 
 
@@ -122,3 +131,144 @@ def test_wait_policy_is_passive_unless_the_user_set_one(module, env, expected):
                          text=True, env={**base, **env}, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == expected
+
+
+def _cumulative(x, out, start, stop):
+    # a sequential sum per row: a part's result depends on its rows only (prange: a range
+    # in the serial build, the parallel loop of a prange twin)
+    for i in numba.prange(start, stop):
+        s = 0.0
+        for j in range(x.shape[1]):
+            s += x[i, j] * (j + 1.0)
+        out[i] = s
+
+
+def _failing(out, start, stop):
+    for i in range(start, stop):
+        if i == 7:
+            raise ValueError("row 7")
+        out[i] = i
+
+
+def test_threaded_parts_agree_with_one_call_and_dispatch_by_work(monkeypatch):
+    k = Threaded(_cumulative, min_work=100)
+    x = np.random.default_rng(0).normal(size=(1000, 37))
+    want = (x * np.arange(1.0, 38.0)).sum(axis=1)
+    one = np.empty(1000)
+    k(x, one, bounds=[0, 1000])
+    np.testing.assert_allclose(one, want, rtol=1e-12)
+    for bounds in ([0, 500, 1000], [0, 1, 999, 1000], [0, 0, 300, 301, 1000]):
+        parts = np.empty(1000)
+        k(x, parts, bounds=bounds)
+        np.testing.assert_array_equal(parts, one)
+    # the split: one thread below min_work or with one thread allowed
+    monkeypatch.setattr("numba.get_num_threads", lambda: 3)
+    assert k.threads(99) == 1 and k.threads(100) == 3
+    monkeypatch.setattr("numba.get_num_threads", lambda: 1)
+    assert k.threads(10**9) == 1
+    assert k.parallel is None
+
+
+def test_threaded_prange_twin_from_its_threshold():
+    k = Threaded(_cumulative, min_work=1, prange_from=1000)
+    x = np.random.default_rng(1).normal(size=(200, 5))
+    a, b = np.empty(200), np.empty(200)
+    k(x, a, bounds=[0, 100, 200], work=999)
+    assert not k.parallel.signatures  # below prange_from: the serial build on threads
+    k(x, b, bounds=[0, 100, 200], work=1000)
+    assert k.parallel.signatures
+    np.testing.assert_array_equal(a, b)
+    # one part never needs the twin
+    k.parallel = None
+    k(x, b, bounds=[0, 200], work=10**9)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_threaded_errors_reach_the_caller_and_the_workers_go_on():
+    k = Threaded(_failing, min_work=1)
+    out = np.zeros(20)
+    for bounds in ([0, 10, 20], [0, 5, 20], [0, 20]):  # 7 in a worker's part, the caller's
+        with pytest.raises(ValueError, match="row 7"):
+            k(out, bounds=bounds)
+    ok = np.zeros(7)
+    k(ok, bounds=[0, 3, 7])
+    np.testing.assert_array_equal(ok, np.arange(7.0))
+
+
+def test_threaded_call_while_the_workers_are_busy_runs_its_parts_itself():
+    from ctsne import _parallel
+
+    k = Threaded(_cumulative, min_work=1)
+    x = np.random.default_rng(2).normal(size=(50, 3))
+    want, got = np.empty(50), np.empty(50)
+    k(x, want, bounds=[0, 50])
+    with _parallel._busy:  # as if another Python thread's call held the workers
+        k(x, got, bounds=[0, 20, 50])
+    np.testing.assert_array_equal(got, want)
+
+
+FORKED = textwrap.dedent("""
+    import multiprocessing as mp
+    import numpy as np
+    from ctsne.forces.repulsion.exact import repulsion_exact
+
+    def child(q):
+        q.put(repulsion_exact(Y)[0])
+
+    Y = np.random.default_rng(0).normal(size=(600, 2))
+    F, _ = repulsion_exact(Y)  # starts the parent's worker
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    F_child = q.get(timeout=120)
+    p.join(timeout=120)
+    assert p.exitcode == 0
+    assert np.array_equal(F, F_child)
+    print("ok")
+""")
+
+
+def test_threaded_kernels_work_in_a_forked_child():
+    # a fork copies the worker objects but not their threads: the child starts its own
+    assert _run(FORKED, NUMBA_NUM_THREADS="2")[-1] == "ok"
+
+
+def test_even_parts_by_hand():
+    from ctsne._parallel import even_parts
+
+    np.testing.assert_array_equal(even_parts(np.ones(10), 2), [0, 5, 10])
+    np.testing.assert_array_equal(even_parts(np.array([9, 1, 1, 1, 1, 1, 1, 1, 1, 1]), 2),
+                                  [0, 1, 10])
+    np.testing.assert_array_equal(even_parts(np.ones(3), 1), [0, 3])
+    np.testing.assert_array_equal(even_parts(np.zeros(0), 4), [0, 0])
+    b = even_parts(np.arange(100), 4)
+    assert b[0] == 0 and b[-1] == 100 and np.all(np.diff(b) >= 0) and len(b) == 5
+    # every part holds about a quarter of the cost
+    sums = [np.arange(100)[b[i]:b[i + 1]].sum() for i in range(4)]
+    assert max(sums) - min(sums) <= 2 * 99, sums
+
+
+def test_repulsion_is_the_same_on_any_number_of_threads():
+    # the exact and Barnes-Hut kernels run one compiled body in parts that do not depend
+    # on the thread count (rows, tree groups): bit for bit on 1, 2 and 3 threads, fastmath
+    # sweeps included
+    from ctsne.forces.repulsion.barnes_hut import repulsion_bh
+    from ctsne.forces.repulsion.exact import repulsion_exact_groups
+
+    rng = np.random.default_rng(3)
+    Y = rng.normal(scale=8.0, size=(3000, 2))
+    starts = np.array([0, 10, 1700, 3000])
+    old = numba.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2, 3):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            runs.append([repulsion_exact_groups(Y, starts), repulsion_bh(Y, 0.5),
+                         repulsion_bh(Y, 0.1), repulsion_bh(Y[:, :1].copy(), 0.5)])
+    finally:
+        numba.set_num_threads(old)
+    for other in runs[1:]:
+        for (F, Z), (F1, Z1) in zip(other, runs[0], strict=True):
+            np.testing.assert_array_equal(F, F1)
+            assert Z == Z1

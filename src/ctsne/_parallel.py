@@ -1,4 +1,5 @@
-"""Thread-pool policy and numba kernels compiled both parallel and serial.
+"""Thread-pool policy, numba kernels compiled parallel and serial, and kernels run in parts
+on ctsne's own threads.
 
 Why. numba's OpenMP layer (GNU libgomp) spin-waits after every parallel region by
 default. On a machine whose cores are busy with other work, the spinning threads and the
@@ -14,6 +15,15 @@ made a fit 7–9× slower than on one thread. Two measures:
   region of each ``np.zeros`` or ``.sum()``), and a serial one, used on one thread and
   below a kernel's measured work threshold, where waking the pool costs more than it saves.
 
+The kernels of an iteration (attraction, exact and Barnes-Hut repulsion) are instead one
+serial body over a range of items, compiled once and released from the GIL, whose parts
+run side by side on the calling thread and ctsne's own workers (:class:`Threaded`). numba's
+parallel pipeline cost ~1.2 CPU-s more to compile per kernel, in every new environment:
+half of a first 1,000-point fit's compile. The parts are fixed by the caller, so the exact
+and Barnes-Hut forces are now the same on any number of threads. The attraction, a
+memory-bound pass that ran 10-20 % faster in numba's pool, keeps a ``prange`` twin for
+large P.
+
 Determinism. A kernel freshly compiled and the same kernel loaded from numba's cache can
 run differently optimised code (numba issue #10617): with parallel reductions or
 fastmath sums, different rounding. Here no kernel reduces in parallel (sums run serially
@@ -21,9 +31,10 @@ in a fixed order, mostly in numpy), and fastmath helpers are inlined into the on
 that calls them, so one-thread runs agree bit for bit, cold cache or warm. The parallel
 twins' loop bodies are compiled apart by numba, and their fastmath sums may still round
 differently on the first, compiling run: the exact repulsion therefore sums in fixed
-lanes without fastmath (a fit evaluated exactly, up to 1,200 points under "auto", now
-gives the same embedding cold or warm on two threads too, bit for bit; one thread and two
-still differ in the last bits); Barnes-Hut's walks keep fastmath.
+lanes without fastmath (a fit evaluated exactly, up to 1,200 points under "auto", gives
+the same embedding cold or warm on two threads too, bit for bit; one thread and two still
+differ in the last bits, through the attraction's per-thread blocks); Barnes-Hut's walks
+keep fastmath.
 
 Small calls in numpy. A pass that runs once per fit (a neighbour scan, the calibration,
 the symmetrisation, the prior-mixing sums) takes milliseconds below its parallel threshold,
@@ -42,12 +53,14 @@ a cold and a warm cache still give the same result.
 from __future__ import annotations
 
 import os
+import threading
 import types
 
 import numba
 import numpy as np
 
-__all__ = ["Kernel", "kernel", "PRANGE_ONLY", "renamed", "sum_in_order"]
+__all__ = ["Kernel", "PRANGE_ONLY", "Threaded", "even_parts", "kernel", "renamed", "sum_in_order",
+           "threaded"]
 
 
 def _passive_wait() -> None:
@@ -143,3 +156,153 @@ def kernel(min_work: float, **options):
     def wrap(py_func) -> Kernel:
         return Kernel(py_func, min_work, **options)
     return wrap
+
+
+class _Worker:
+    """A thread that runs one part at a time, handed over and collected through two locks
+    (~10-20 µs a round trip here, like numba's OpenMP pool; a ThreadPoolExecutor took
+    ~40-70 µs, 0.1 s in a 1,000-point fit's 1,500 kernel calls)."""
+
+    def __init__(self):
+        self._go, self._done = threading.Lock(), threading.Lock()
+        self._go.acquire()
+        self._done.acquire()
+        self._job = self._error = None
+        threading.Thread(target=self._loop, daemon=True, name="ctsne-worker").start()
+
+    def _loop(self) -> None:
+        while True:
+            self._go.acquire()
+            func, args = self._job
+            self._job = None
+            try:
+                func(*args)
+            except BaseException as exc:  # handed to the caller by join
+                self._error = exc
+            self._done.release()
+
+    def start(self, func, args) -> None:
+        self._job = (func, args)
+        self._go.release()
+
+    def join(self) -> None:
+        self._done.acquire()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
+_workers: list[_Worker] = []
+# held by the one call that uses the workers; a call from another thread meanwhile runs
+# its parts itself, one after another (the same parts: the same result)
+_busy = threading.Lock()
+
+
+def _forget_workers() -> None:
+    # a forked child inherits the worker objects but not their threads
+    global _busy
+    _workers.clear()
+    _busy = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
+
+
+class Threaded:
+    """One kernel body over a range of items, compiled once, serial and releasing the GIL,
+    and run by up to ``numba.get_num_threads()`` threads, each over its own part.
+
+    Why. numba compiles a ``prange`` kernel through its parallel pipeline (a second
+    function for the loop body, a scheduler wrapper) and a serial twin besides: the
+    parallel one alone costs ~1.2 CPU-s more to compile than the serial one, for each
+    kernel of an iteration, in every new environment. A body that takes its range
+    (``start``, ``stop``) compiles once; the calling thread and a pool of Python threads
+    run its parts side by side. The parts are fixed by the caller, and every part runs the
+    same machine code on any thread count, so a result depends on the parts only.
+
+    Parameters
+    ----------
+    py_func : function
+        ``py_func(*args, start, stop)``: does the work of items ``start … stop − 1``;
+        parts write to disjoint places of the arrays they are given.
+    min_work : float
+        Work (the kernel's own unit) from which a call is split over threads.
+    prange_from : float, optional
+        Work from which a split call runs a ``prange`` twin instead (the body's loop
+        over its range written ``numba.prange(start, stop)``, a plain range in the
+        serial build). numba compiles a parallel loop body without aliasing between its
+        arrays, which made a memory-bound pass ~10 % faster than the same body on Python
+        threads; worth its compile where the pass is long.
+    **options
+        Further ``numba.njit`` options.
+    """
+
+    def __init__(self, py_func, min_work: float, prange_from: float | None = None,
+                 **options):
+        self.min_work = min_work
+        self.prange_from = prange_from
+        self.compiled = numba.njit(cache=True, nogil=True, **options)(py_func)
+        self.parallel = None if prange_from is None else numba.njit(
+            parallel=dict(PRANGE_ONLY), cache=True, **options)(renamed(py_func, "_parallel"))
+        self.__doc__ = py_func.__doc__
+        self.__name__ = py_func.__name__
+
+    def threads(self, work: float) -> int:
+        """How many threads a call of this work uses under the current thread limit."""
+        return 1 if work < self.min_work else numba.get_num_threads()
+
+    def __call__(self, *args, bounds, work: float = 0.0) -> None:
+        """Run part c, items ``bounds[c] … bounds[c + 1] − 1``, for every c: the first in
+        the calling thread, the others on the workers (or all in the ``prange`` twin, for
+        ``work`` from ``prange_from``). Returns when all are done, also when a part fails
+        (its error is raised here) or the wait is interrupted."""
+        bounds = [int(b) for b in bounds]
+        parts = list(zip(bounds[:-1], bounds[1:], strict=True))
+        if len(parts) > 1 and self.parallel is not None and work >= self.prange_from:
+            self.parallel(*args, bounds[0], bounds[-1])
+            return
+        if len(parts) <= 1 or not _busy.acquire(blocking=False):
+            for a, b in parts:
+                self.compiled(*args, a, b)
+            return
+        try:
+            while len(_workers) < len(parts) - 1:
+                _workers.append(_Worker())
+            started = []
+            try:
+                for w, (a, b) in zip(_workers, parts[1:], strict=False):
+                    w.start(self.compiled, args + (a, b))
+                    started.append(w)
+                self.compiled(*args, *parts[0])
+            finally:
+                errors = []
+                for w in started:
+                    try:
+                        w.join()
+                    except BaseException as exc:
+                        errors.append(exc)
+                        if isinstance(exc, KeyboardInterrupt):
+                            # interrupted while waiting: this worker may still be
+                            # running; it is replaced and finishes on its own
+                            _workers.remove(w)
+                if errors:
+                    raise errors[0]
+        finally:
+            _busy.release()
+
+
+def threaded(min_work: float, **options):
+    """Decorator form of :class:`Threaded`."""
+    def wrap(py_func) -> Threaded:
+        return Threaded(py_func, min_work, **options)
+    return wrap
+
+
+def even_parts(cost: np.ndarray, parts: int) -> np.ndarray:
+    """Bounds (parts + 1) that split items of the given costs into contiguous parts of
+    about equal total cost."""
+    total = np.cumsum(cost, dtype=np.float64)
+    if parts <= 1 or len(cost) == 0 or total[-1] <= 0:
+        return np.array([0, len(cost)], dtype=np.int64)
+    bounds = np.searchsorted(total, np.linspace(0.0, total[-1], parts + 1)[1:-1], side="right")
+    return np.concatenate(([0], bounds, [len(cost)])).astype(np.int64)

@@ -6,13 +6,19 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel
+from .._parallel import kernel, threaded
 
 __all__ = ["Attraction", "attraction", "attraction_to_fixed", "locality_order", "pair_blocks",
            "upper_triangle"]
 
-# Non-zeros of P from which a pass runs on the thread pool (about 0.1 ms of serial work).
+# Non-zeros of P from which a pass runs on two or more threads (about 0.1 ms of serial
+# work), and from which those are numba's, in a prange twin (ctsne._parallel.Threaded):
+# the same body on ctsne's own threads took ~10-20 % longer (2 threads, 2026-11-29: 0.9
+# against 0.75 ms at 5,000 points, 19.3 against 17.7 ms at 100k, 55 against 48 ms at
+# 300k), but a first fit below ~2,500 points then compiles no parallel twin (~1.2 CPU-s)
+# for < 0.1 ms more a pass.
 PARALLEL_FROM_NNZ = 40_000
+PRANGE_FROM_NNZ = 300_000
 # Above this many points the pass runs over a copy of P's pairs whose rows and columns follow a
 # reverse Cuthill-McKee order of P's graph: a row's partners then lie near it in memory
 # and their coordinates are mostly still in cache. The points' own order (a file's, often
@@ -141,15 +147,16 @@ def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
                          np.ascontiguousarray(cond, dtype=np.float64), work=idx.size)
 
 
-@kernel(PARALLEL_FROM_NNZ)
-def _attraction_kernel(indptr, indices, data, Y, want_log, rows, offsets):
-    """Each block's buffer (see :func:`pair_blocks`) and its ``Σ p log t``."""
+@threaded(PARALLEL_FROM_NNZ, prange_from=PRANGE_FROM_NNZ)
+def _attraction_kernel(indptr, indices, data, Y, want_log, rows, offsets, B, plogt, start,
+                       stop):
+    """Blocks ``start … stop − 1``: each one's buffer in ``B`` (see :func:`pair_blocks`)
+    and its ``Σ p log t`` in ``plogt``."""
     d = Y.shape[1]
-    T = rows.shape[0] - 1
-    B = np.empty((offsets[T], d))
-    plogt = np.zeros(T)
-    for t in numba.prange(T):
-        B[offsets[t]:offsets[t + 1]] = 0.0  # each block zeroes its own buffer
+    for t in numba.prange(start, stop):
+        for r in range(offsets[t], offsets[t + 1]):  # each block zeroes its own buffer
+            for k in range(d):
+                B[r, k] = 0.0
         base = offsets[t] - rows[t]
         acc = 0.0
         for i in range(rows[t], rows[t + 1]):
@@ -168,17 +175,16 @@ def _attraction_kernel(indptr, indices, data, Y, want_log, rows, offsets):
                 if want_log:
                     acc -= data[e] * np.log(q)
         plogt[t] = 2.0 * acc  # each pair stands for p_ij and p_ji
-    return B, plogt
 
 
-@kernel(PARALLEL_FROM_NNZ)
-def _attraction_planar(indptr, indices, data, Y, want_log, rows, offsets):
+@threaded(PARALLEL_FROM_NNZ, prange_from=PRANGE_FROM_NNZ)
+def _attraction_planar(indptr, indices, data, Y, want_log, rows, offsets, B, plogt, start,
+                       stop):
     """``_attraction_kernel`` for d = 2, a row's own sums kept in registers."""
-    T = rows.shape[0] - 1
-    B = np.empty((offsets[T], 2))
-    plogt = np.zeros(T)
-    for t in numba.prange(T):
-        B[offsets[t]:offsets[t + 1]] = 0.0  # each block zeroes its own buffer
+    for t in numba.prange(start, stop):
+        for r in range(offsets[t], offsets[t + 1]):  # each block zeroes its own buffer
+            B[r, 0] = 0.0
+            B[r, 1] = 0.0
         base = offsets[t] - rows[t]
         acc = 0.0
         for i in range(rows[t], rows[t + 1]):
@@ -205,7 +211,6 @@ def _attraction_planar(indptr, indices, data, Y, want_log, rows, offsets):
             B[base + i, 0] += f0
             B[base + i, 1] += f1
         plogt[t] = 2.0 * acc
-    return B, plogt
 
 
 def locality_order(P: sp.csr_matrix) -> np.ndarray:
@@ -299,11 +304,14 @@ class Attraction:
         if self.order is not None:
             Y = _take_rows(Y, self.order)
         kern = _attraction_planar if Y.shape[1] == 2 else _attraction_kernel
-        variant = kern.pick(2 * U.nnz)  # work: the non-zeros of P
-        blocks = self.blocks(1 if variant is kern.serial
-                             else min(numba.get_num_threads(), self.max_blocks))
+        # work: the non-zeros of P; one block per thread
+        blocks = self.blocks(min(kern.threads(2 * U.nnz), self.max_blocks))
         rows, _, offsets = blocks
-        B, plogt = variant(U.indptr, U.indices, U.data, Y, want_log, rows, offsets)
+        T = len(rows) - 1
+        B = np.empty((offsets[T], Y.shape[1]))
+        plogt = np.empty(T)
+        kern(U.indptr, U.indices, U.data, Y, want_log, rows, offsets, B, plogt,
+             bounds=np.arange(T + 1), work=2 * U.nnz)
         # the buffers are summed here, not in the pass: a second parallel loop in it
         # doubled its compile time (0.61 -> 1.12 s in a fresh environment)
         if self.order is None:

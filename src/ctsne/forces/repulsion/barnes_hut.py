@@ -43,7 +43,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._parallel import kernel
+from ..._parallel import threaded
 from ._zorder import bounding_box, key_order, morton_keys, sort_points, unsort
 
 __all__ = ["repulsion_bh"]
@@ -72,7 +72,9 @@ _SINGLE_FROM_THETA = 0.3
 # Floating-point reassociation lets LLVM vectorise the sums over interaction lists. The
 # functions compiled with it are inlined into the one kernel that calls them (numba
 # ``inline="always"``): compiled separately, a process that compiled them ran other machine
-# code (other rounding) than one that loaded the kernel from the cache.
+# code (other rounding) than one that loaded the kernel from the cache. The kernel is one
+# build, run in parts of whole groups on any number of threads (ctsne._parallel.Threaded),
+# so its forces do not depend on the thread count either.
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
 
 
@@ -208,21 +210,24 @@ def _groups(lo, hi, first, nchild, group_size):
 @numba.njit(cache=True)
 def _grow(buf, size):
     new = np.empty((buf.shape[0], 2 * buf.shape[1]))
-    new[:, :size] = buf[:, :size]
+    # element by element: a slice assignment compiles numba's shape-mismatch error, whose
+    # message formatting (string concatenation, repr, join) cost ~3.5 CPU-s of a first
+    # Barnes-Hut fit's compile (benchmarks/bench_compile.py, 5,000 points)
+    for r in range(buf.shape[0]):
+        for c in range(size):
+            new[r, c] = buf[r, c]
     return new
 
 
-@kernel(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
-def _traverse(Y3, walk, summ, groups, group_size, stack_size):
-    """Per-point force and t row sums (sorted order), one tree walk per group, float64
-    sweeps. The float32 sweeps are another kernel (:func:`_traverse_single`), not a flag
-    of this one: a run needs one of them, and each compiles in ~6 s."""
-    n = Y3.shape[0]
-    F = np.zeros((n, 3))
-    zrow = np.zeros(n)
+@threaded(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
+def _traverse(Y3, walk, summ, groups, group_size, stack_size, F, zrow, start, stop):
+    """Per-point force and t row sums (sorted order) into F and zrow (zeroed), one tree
+    walk per group, for groups ``start … stop − 1`` (of the order below), float64 sweeps.
+    The float32 sweeps are another kernel (:func:`_traverse_single`), not a flag of this
+    one: a run needs one of them, and each compiles in ~6 s."""
     ng = groups.shape[0] - 1
     half = (ng + 1) // 2
-    for it in numba.prange(ng):
+    for it in range(start, stop):
         # Even groups first, then odd: a static split hands each thread both dense and
         # sparse regions of the Morton order.
         gi = 2 * it if it < half else 2 * (it - half) + 1
@@ -231,24 +236,19 @@ def _traverse(Y3, walk, summ, groups, group_size, stack_size):
                                           zrow)
         for i in range(glo, ghi):
             _sweep(Y3, i, cells, nc, near, nn, F, zrow)
-    return F, zrow
 
 
-@kernel(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
-def _traverse_single(Y3, walk, summ, groups, group_size, stack_size):
+@threaded(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
+def _traverse_single(Y3, walk, summ, groups, group_size, stack_size, F, zrow, start, stop):
     """:func:`_traverse` with the float32 sweeps (:func:`_sweep_group_single`)."""
-    n = Y3.shape[0]
-    F = np.zeros((n, 3))
-    zrow = np.zeros(n)
     ng = groups.shape[0] - 1
     half = (ng + 1) // 2
-    for it in numba.prange(ng):
+    for it in range(start, stop):
         gi = 2 * it if it < half else 2 * (it - half) + 1
         glo, ghi = groups[gi], groups[gi + 1]
         cells, nc, near, nn = _walk_group(Y3, walk, summ, glo, ghi, group_size, stack_size, F,
                                           zrow)
         _sweep_group_single(Y3, glo, ghi, cells, nc, near, nn, F, zrow)
-    return F, zrow
 
 
 @numba.njit(fastmath=_FAST, error_model="numpy", inline="always")
@@ -483,13 +483,18 @@ def _repulsion(Y, theta, side, origin):
         crit = (size / theta) ** 2 if theta > 0 else np.full(len(lo), np.inf)
     # A single point is its own exact summary; capped leaves are always summarised.
     crit[(hi - lo == 1) | ((level >= levels) & (hi - lo > 1))] = -1.0
-    bounds = _groups(lo, hi, first, nchild, _GROUP)
+    groups = _groups(lo, hi, first, nchild, _GROUP)
     walk = np.column_stack([summ[:, :3], crit, lo, hi, first, nchild])
     stack_size = levels * ((1 << d) - 1) + 2
     # float32 sweeps where the opening angle, not rounding, sets the error, and the
     # points are many (a few points are mostly near pairs, summed exactly in float64)
     single = d <= 2 and theta >= _SINGLE_FROM_THETA and m >= _SINGLE_FROM
     traverse = _traverse_single if single else _traverse
-    F3, zrow = traverse(Y3, walk, summ, bounds, _GROUP, stack_size, work=m)
+    F3, zrow = np.zeros((m, 3)), np.zeros(m)
+    # groups split evenly between the threads (each thread gets dense and sparse regions
+    # by the kernel's even-then-odd order); a group's sums do not depend on the split
+    ng, parts = len(groups) - 1, traverse.threads(m)
+    traverse(Y3, walk, summ, groups, _GROUP, stack_size, F3, zrow,
+             bounds=[ng * c // parts for c in range(parts + 1)])
     # summed here in a fixed order, whatever the thread count
     return unsort(F3, order, d, work=m), float(zrow.sum())

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from ..._parallel import kernel
+from ..._parallel import even_parts, threaded
 
 __all__ = ["repulsion_exact", "repulsion_exact_groups"]
 
@@ -14,12 +13,12 @@ __all__ = ["repulsion_exact", "repulsion_exact_groups"]
 PARALLEL_FROM_PAIRS = 40_000
 
 
-@kernel(PARALLEL_FROM_PAIRS)
-def _grouped_kernel(Y, lo, hi):
-    n, d = Y.shape
-    F = np.zeros((n, d))
-    zrow = np.zeros(n)
-    for i in numba.prange(n):
+@threaded(PARALLEL_FROM_PAIRS)
+def _grouped_kernel(Y, lo, hi, F, zrow, start, stop):
+    d = Y.shape[1]
+    for i in range(start, stop):
+        for k in range(d):
+            F[i, k] = 0.0
         z = 0.0
         for j in range(lo[i], hi[i]):
             if j == i:
@@ -34,25 +33,22 @@ def _grouped_kernel(Y, lo, hi):
             for k in range(d):
                 F[i, k] += t2 * (Y[i, k] - Y[j, k])
         zrow[i] = z
-    return F, zrow
 
 
 # The 2-D case, written so that the inner loop vectorises without fastmath: four
 # independent lanes of sums, added in a fixed order at the end. With fastmath=True (one
-# sum, reordered by the compiler) the parallel twin compiled in a fresh process rounded
-# differently from the same twin loaded from numba's cache (numba issue #10617), and a
+# sum, reordered by the compiler) the kernel's parallel build compiled in a fresh process
+# rounded differently from the same build loaded from numba's cache (numba issue #10617), and a
 # default two-thread fit of the paper's 1,000 points then differed between the first run
 # in a new environment and the next (the 750 iterations amplify a 1e-11 difference to
 # ~0.1 % of the layout). The lanes give the same speed on two threads (1,000 points:
 # 0.74 against 0.80 ms a call; 5,000: 20.7 against 20.3 ms); one thread runs ~1.5×
 # slower than the fastmath loop. The term j = i adds t = 1 to z and no force; it is
-# subtracted below rather than branched on.
-@kernel(PARALLEL_FROM_PAIRS, error_model="numpy")
-def _grouped_kernel_2d(x, y, lo, hi):
-    n = x.shape[0]
-    F = np.empty((n, 2))
-    zrow = np.empty(n)
-    for i in numba.prange(n):
+# subtracted below rather than branched on. Rows are independent, so the forces are the
+# same on any number of threads.
+@threaded(PARALLEL_FROM_PAIRS, error_model="numpy")
+def _grouped_kernel_2d(x, y, lo, hi, F, zrow, start, stop):
+    for i in range(start, stop):
         xi, yi = x[i], y[i]
         z0 = z1 = z2 = z3 = 0.0
         a0 = a1 = a2 = a3 = 0.0
@@ -91,7 +87,6 @@ def _grouped_kernel_2d(x, y, lo, hi):
         F[i, 0] = (a0 + a1) + (a2 + a3)
         F[i, 1] = (b0 + b1) + (b2 + b3)
         zrow[i] = ((z0 + z1) + (z2 + z3)) - 1.0
-    return F, zrow
 
 
 def repulsion_exact_groups(Y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, float]:
@@ -113,12 +108,16 @@ def repulsion_exact_groups(Y: np.ndarray, starts: np.ndarray) -> tuple[np.ndarra
     lo = np.repeat(starts[:-1], sizes).astype(np.int64)
     hi = np.repeat(starts[1:], sizes).astype(np.int64)
     Y = np.asarray(Y, dtype=np.float64)
-    pairs = float(np.dot(sizes, sizes))
+    F = np.empty(Y.shape)
+    zrow = np.empty(len(Y))
+    kern = _grouped_kernel_2d if Y.shape[1] == 2 else _grouped_kernel
+    # each row's work is its group's size: parts of equal numbers of pairs
+    bounds = even_parts(hi - lo, kern.threads(float(np.dot(sizes, sizes))))
     if Y.shape[1] == 2:
-        F, zrow = _grouped_kernel_2d(np.ascontiguousarray(Y[:, 0]),
-                                     np.ascontiguousarray(Y[:, 1]), lo, hi, work=pairs)
+        kern(np.ascontiguousarray(Y[:, 0]), np.ascontiguousarray(Y[:, 1]), lo, hi, F, zrow,
+             bounds=bounds)
     else:
-        F, zrow = _grouped_kernel(np.ascontiguousarray(Y), lo, hi, work=pairs)
+        kern(np.ascontiguousarray(Y), lo, hi, F, zrow, bounds=bounds)
     # summed here in numpy's order, the same on any thread count
     return F, float(zrow.sum())
 
