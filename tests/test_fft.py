@@ -351,3 +351,48 @@ def test_auto_takes_the_cheaper_of_barnes_hut_and_fft(span, engine):
     Fe, Ze = repulsion_exact(Y)
     assert rel(F, Fe) < 3e-3
     assert abs(S - Ze) / Ze < 1e-3
+
+
+def test_grid_passes_by_hand_and_on_any_thread_count():
+    # the 2-D grid passes run in parts on ctsne's threads: each pass's result, its Z sum
+    # included (added row after row), is the same on one thread and on two
+    from ctsne.forces.repulsion import _interp
+
+    rng = np.random.default_rng(5)
+    C = rng.normal(size=(64, 33)) + 1j * rng.normal(size=(64, 33))
+    T, Rx, Ry = rng.random((33, 33)), rng.random((32, 33)), rng.random((33, 32))
+    Y = rng.random((5000, 2)) * 10
+    origin, inv_delta, n_nodes = np.zeros(2), np.array([10.0, 10.0]), np.array([100, 100])
+    old = numba.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            runs.append((_interp.apply_spectra_2d(C, T, Rx, Ry, 32, True),
+                         _interp.kernel_quadrant(np.array([40, 33]), np.array([0.3, 0.2]),
+                                                 True),
+                         _interp.tile_order(Y, origin, inv_delta, n_nodes, 3)))
+    finally:
+        numba.set_num_threads(old)
+    (spec, z), K, (order, Ys) = runs[0]
+    for (spec2, z2), K2, (order2, Ys2) in runs[1:]:
+        np.testing.assert_array_equal(spec2, spec)
+        assert z2 == z
+        np.testing.assert_array_equal(K2, K)
+        np.testing.assert_array_equal(order2, order)
+        np.testing.assert_array_equal(Ys2, Ys)
+    # independently: the kernels at the offsets, by formula
+    x = 0.3 * np.arange(40)[:, None]
+    y = 0.2 * np.arange(33)[None, :]
+    t = 1.0 / (1.0 + x * x + y * y)
+    np.testing.assert_allclose(K, np.stack([t, t * t * x, t * t * y]), rtol=1e-15)
+    # Parseval's sum: |C|² T over the quadrant's mirrored rows, the paired columns twice
+    rows = np.minimum(np.arange(64), 64 - np.arange(64))
+    w = np.where((np.arange(33) == 0) | (np.arange(33) == 32), 1.0, 2.0)
+    assert z == pytest.approx(np.sum(w * np.abs(C) ** 2 * T[rows]), rel=1e-13)
+    # the tile sort: points by tile (row-major tiles of TILE nodes), ties in chunk order,
+    # and within a chunk in row order: a stable sort by tile key
+    tiles = np.clip((Y * 10.0).astype(np.int64) // _interp.TILE, 0, 100 // _interp.TILE)
+    key = tiles[:, 0] * ((100 + _interp.TILE - 1) // _interp.TILE) + tiles[:, 1]
+    np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
+    np.testing.assert_array_equal(Ys, Y[order])

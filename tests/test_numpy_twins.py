@@ -140,7 +140,9 @@ def test_scans_match_the_kernels(nq, m, p, k):
         Y, Q = np.round(Y, 1), np.round(Q, 1)
     Yt = np.ascontiguousarray(Y.T)
     got = []
-    for variant in (brute._knn.serial, brute._knn.numpy):
+    blocks = (nq + brute._BLOCK - 1) // brute._BLOCK
+    for variant in (lambda *a: brute._knn(*a, bounds=[0, blocks // 2, blocks]),
+                    brute._knn.numpy):
         idx, dist = np.empty((nq, k), dtype=np.int64), np.empty((nq, k))
         variant(Q, Yt, k, idx, dist)
         got.append((idx, dist))
@@ -150,7 +152,7 @@ def test_scans_match_the_kernels(nq, m, p, k):
     for skip, table in ((False, d2), (True, d2[:, :nq] if nq <= m else d2)):
         table = np.ascontiguousarray(table)
         a, b = np.empty((nq, k), dtype=np.int64), np.empty((nq, k), dtype=np.int64)
-        cross_share._smallest.serial(table, k, skip, a)
+        cross_share._smallest(table, k, skip, a, bounds=[0, nq // 3, nq])  # in two parts
         cross_share._smallest.numpy(table, k, skip, b)
         np.testing.assert_array_equal(a, b)
 

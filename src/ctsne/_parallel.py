@@ -244,12 +244,26 @@ class Threaded:
         self.compiled = numba.njit(cache=True, nogil=True, **options)(py_func)
         self.parallel = None if prange_from is None else numba.njit(
             parallel=dict(PRANGE_ONLY), cache=True, **options)(renamed(py_func, "_parallel"))
+        self.numpy = None
+        self.numpy_below = min_work
         self.__doc__ = py_func.__doc__
         self.__name__ = py_func.__name__
+
+    # a numpy twin takes the arguments without the range, and all the items
+    small = Kernel.small
 
     def threads(self, work: float) -> int:
         """How many threads a call of this work uses under the current thread limit."""
         return 1 if work < self.min_work else numba.get_num_threads()
+
+    def run(self, *args, items: int, work: float) -> None:
+        """Items ``0 … items − 1``: in the numpy twin below its threshold, else in parts
+        of equal numbers of items, one a thread (see ``__call__``)."""
+        if self.numpy is not None and work < self.numpy_below:
+            self.numpy(*args)
+            return
+        parts = self.threads(work)
+        self(*args, bounds=[items * c // parts for c in range(parts + 1)], work=work)
 
     def __call__(self, *args, bounds, work: float = 0.0) -> None:
         """Run part c, items ``bounds[c] … bounds[c + 1] − 1``, for every c: the first in

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._parallel import kernel
+from .._parallel import even_parts, threaded
 
 __all__ = ["brute_knn", "brute_within_classes", "gram_squared_distances", "insert_sorted",
            "smallest_in_rows", "squared_distance"]
@@ -33,11 +33,12 @@ _BLOCK = 64
 _TILE = 256
 
 
-@kernel(PARALLEL_FROM)
-def _knn(Q, Yt, k, out_idx, out_dist):
+@threaded(PARALLEL_FROM)
+def _knn(Q, Yt, k, out_idx, out_dist, start, stop):
+    # blocks start … stop − 1 of _BLOCK queries
     nq = Q.shape[0]
     p, m = Yt.shape
-    for b in numba.prange((nq + _BLOCK - 1) // _BLOCK):
+    for b in numba.prange(start, stop):
         lo, hi = b * _BLOCK, min(nq, (b + 1) * _BLOCK)
         out_dist[lo:hi] = np.inf
         out_idx[lo:hi] = -1
@@ -115,7 +116,8 @@ def brute_knn(Y: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     idx = np.empty((len(Q), k), dtype=np.int64)
     dist = np.empty((len(Q), k))
     if len(Q):
-        _knn(Q, Yt, k, idx, dist, work=float(len(Q)) * Yt.shape[1] * Yt.shape[0])
+        _knn.run(Q, Yt, k, idx, dist, items=(len(Q) + _BLOCK - 1) // _BLOCK,
+                 work=float(len(Q)) * Yt.shape[1] * Yt.shape[0])
     return idx, dist
 
 
@@ -169,15 +171,18 @@ def squared_distance(X, i, j):
     return v
 
 
-@kernel(PARALLEL_FROM)
-def _within(X, order, seg_of, seg_start, k, out_idx, out_dist):
+@threaded(PARALLEL_FROM)
+def _within(X, order, seg_of, seg_start, k, out_idx, out_dist, start, stop):
     # point order[a] of segment s (order[seg_start[s]:seg_start[s + 1]], ascending point
-    # numbers) against the other points of its segment: the scan's sums and index order
-    for a in numba.prange(order.shape[0]):
+    # numbers) against the other points of its segment: the scan's sums and index order;
+    # a = start … stop − 1
+    # one list a part, not a row view a point (views cost threads shared reference counts;
+    # see cross_share._smallest)
+    best_d = np.empty(k)
+    best_i = np.empty(k, dtype=out_idx.dtype)
+    for a in numba.prange(start, stop):
         i = order[a]
         s = seg_of[a]
-        best_d = out_dist[i]
-        best_i = out_idx[i]
         for u in range(k):
             best_d[u] = np.inf
             best_i[u] = i
@@ -187,7 +192,8 @@ def _within(X, order, seg_of, seg_start, k, out_idx, out_dist):
                 continue
             insert_sorted(best_d, best_i, squared_distance(X, i, j), j)
         for u in range(k):
-            best_d[u] = np.sqrt(best_d[u])
+            out_dist[i, u] = np.sqrt(best_d[u])
+            out_idx[i, u] = best_i[u]
 
 
 def brute_within_classes(X: np.ndarray, codes: np.ndarray, rows: np.ndarray, k: int,
@@ -215,8 +221,10 @@ def brute_within_classes(X: np.ndarray, codes: np.ndarray, rows: np.ndarray, k: 
     seg_start = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1], True]).astype(np.int64)
     seg_of = np.repeat(np.arange(len(seg_start) - 1), np.diff(seg_start))
     sizes = np.diff(seg_start)
+    work = float(np.sum(sizes.astype(float) ** 2)) * X.shape[1]
+    # each point's work is its class's size: parts of equal numbers of pairs
     _within(X, order, seg_of, seg_start, k, out_idx, out_dist,
-            work=float(np.sum(sizes.astype(float) ** 2)) * X.shape[1])
+            bounds=even_parts(sizes[seg_of], _within.threads(work)), work=work)
 
 
 def gram_squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:

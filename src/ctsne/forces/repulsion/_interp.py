@@ -15,8 +15,9 @@ import numpy as np
 
 # Only explicit prange loops run in parallel (numba would otherwise turn each np.zeros or
 # .sum() into a parallel region of its own, each waking the pool even on the serial path);
-# numba consumes the dict it is given, so each kernel gets a copy.
-from ..._parallel import PRANGE_ONLY, renamed
+# numba consumes the dict it is given, so each kernel gets a copy. The 2-D passes instead
+# run one serial build in parts on ctsne's threads (Threaded): no parallel compile.
+from ..._parallel import PRANGE_ONLY, Threaded, renamed
 
 # Points are visited tile by tile (TILE × TILE nodes) when the 2-D grid outgrows the cache.
 TILE = 16
@@ -81,7 +82,41 @@ def autocorrelation_5(w):
             w[0] * w[4])
 
 
-@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def _tile_keys(Y, origin, inv_delta, n_nodes, n_chunks, keys, counts, start, stop):
+    # chunks start … stop − 1: each point's tile, and the tiles' counts per chunk
+    m = Y.shape[0]
+    ntx = (n_nodes[0] + TILE - 1) // TILE
+    nty = (n_nodes[1] + TILE - 1) // TILE
+    for t in range(start, stop):
+        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
+            kx = min(max(int((Y[i, 0] - origin[0]) * inv_delta[0]) // TILE, 0), ntx - 1)
+            ky = min(max(int((Y[i, 1] - origin[1]) * inv_delta[1]) // TILE, 0), nty - 1)
+            keys[i] = kx * nty + ky
+            counts[t, kx * nty + ky] += 1
+
+
+def _tile_place(Y, keys, counts, n_chunks, order, Ys, start, stop):
+    # chunks start … stop − 1: each point to the next place of its tile in its chunk
+    m = Y.shape[0]
+    for t in range(start, stop):
+        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
+            k = counts[t, keys[i]]
+            counts[t, keys[i]] = k + 1
+            order[k] = i
+            Ys[k, 0] = Y[i, 0]
+            Ys[k, 1] = Y[i, 1]
+
+
+_TILE_KEYS = Threaded(_tile_keys, 0)
+_TILE_PLACE = Threaded(_tile_place, 0)
+
+
+def _chunks(n: int, parallel: bool) -> np.ndarray:
+    """Bounds that hand items 0 … n − 1 to the threads in equal runs (one run if serial)."""
+    parts = numba.get_num_threads() if parallel else 1
+    return np.arange(parts + 1) * n // parts
+
+
 def tile_order(Y, origin, inv_delta, n_nodes, n_chunks):
     """Rows of ``Y`` grouped by grid tile (a parallel counting sort): ``(order, Y[order])``."""
     m = Y.shape[0]
@@ -89,27 +124,14 @@ def tile_order(Y, origin, inv_delta, n_nodes, n_chunks):
     nty = (n_nodes[1] + TILE - 1) // TILE
     keys = np.empty(m, dtype=np.int64)
     counts = np.zeros((n_chunks, ntx * nty), dtype=np.int64)
-    for t in numba.prange(n_chunks):
-        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
-            kx = min(max(int((Y[i, 0] - origin[0]) * inv_delta[0]) // TILE, 0), ntx - 1)
-            ky = min(max(int((Y[i, 1] - origin[1]) * inv_delta[1]) // TILE, 0), nty - 1)
-            keys[i] = kx * nty + ky
-            counts[t, kx * nty + ky] += 1
-    total = 0
-    for k in range(ntx * nty):  # exclusive scan, tile-major, so chunks keep their order
-        for t in range(n_chunks):
-            c = counts[t, k]
-            counts[t, k] = total
-            total += c
+    every_chunk = np.arange(n_chunks + 1)  # a part each
+    _TILE_KEYS(Y, origin, inv_delta, n_nodes, n_chunks, keys, counts, bounds=every_chunk)
+    # exclusive scan, tile-major, so chunks keep their order
+    flat = counts.T.ravel()
+    counts = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(ntx * nty, n_chunks).T)
     order = np.empty(m, dtype=np.int64)
     Ys = np.empty_like(Y)
-    for t in numba.prange(n_chunks):
-        for i in range(t * m // n_chunks, (t + 1) * m // n_chunks):
-            k = counts[t, keys[i]]
-            counts[t, keys[i]] = k + 1
-            order[k] = i
-            Ys[k, 0] = Y[i, 0]
-            Ys[k, 1] = Y[i, 1]
+    _TILE_PLACE(Y, keys, counts, n_chunks, order, Ys, bounds=every_chunk)
     return order, Ys
 
 
@@ -230,36 +252,48 @@ def _sum_bands_row(private, offset, band_lo, band_hi, r, out):
                 out[r, s] += private[base + s]
 
 
-# Each 2-D driver is compiled once per stencil pass, as a copy whose pass is one of the two
-# (``renamed``): a driver choosing its pass at run time made numba compile both passes
-# into it, the general ones unused at the default order (~3 CPU-s of a first 5,000-point
-# fit; benchmarks/bench_compile.py). In the module's own copies the pass is the general one.
+# Each 2-D pass is compiled once per stencil, as a copy whose stencil is one of the two
+# (``renamed``): a pass choosing its stencil at run time made numba compile both into it,
+# the general one unused at the default order (~3 CPU-s of a first 5,000-point fit;
+# benchmarks/bench_compile.py). In the module's own copies the stencil is the general one.
 _spread_2d_band = _spread_2d_chunk
 
 
-def _spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel):
+def _spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, offset, private,
+               start, stop):
+    # chunks start … stop − 1 of the points, each onto its own band of grid rows
     m = Y.shape[0]
-    nx, ny = n_nodes[0], n_nodes[1]
+    ny = n_nodes[1]
+    n_chunks = band_lo.shape[0]
+    for t in range(start, stop):
+        band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
+        _spread_2d_band(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
+                        n_nodes, inv_denom, band_lo[t], band)
+
+
+def _sum_bands(private, offset, band_lo, band_hi, out, start, stop):
+    for r in range(start, stop):  # grid rows
+        _sum_bands_row(private, offset, band_lo, band_hi, np.int64(r), out)
+
+
+_SUM_BANDS = Threaded(_sum_bands, 0)
+
+
+def spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel):
+    """Unit charges of the points on the grid. Chunk t of the rows of Y only reaches grid
+    rows ``band_lo[t]:band_hi[t]``, so its private grid is that band; the bands are then
+    summed row by row, in chunk order."""
+    nx, ny = int(n_nodes[0]), int(n_nodes[1])
     n_chunks = band_lo.shape[0]
     offset = np.zeros(n_chunks + 1, dtype=np.int64)
-    for t in range(n_chunks):
-        offset[t + 1] = offset[t] + (band_hi[t] - band_lo[t]) * ny
+    np.cumsum((band_hi - band_lo) * ny, out=offset[1:])
     private = np.empty(offset[n_chunks])
     out = np.empty((nx, ny))
-    if parallel:
-        for t in numba.prange(n_chunks):
-            band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
-            _spread_2d_band(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
-                            n_nodes, inv_denom, band_lo[t], band)
-        for r in numba.prange(nx):
-            _sum_bands_row(private, offset, band_lo, band_hi, np.int64(r), out)
-    else:
-        for t in range(n_chunks):
-            band = private[offset[t]:offset[t + 1]].reshape((band_hi[t] - band_lo[t], ny))
-            _spread_2d_band(Y, t * m // n_chunks, (t + 1) * m // n_chunks, origin, inv_delta,
-                            n_nodes, inv_denom, band_lo[t], band)
-        for r in range(nx):
-            _sum_bands_row(private, offset, band_lo, band_hi, np.int64(r), out)
+    chunks = np.arange(n_chunks + 1) if parallel else np.array([0, n_chunks])
+    _SPREAD_2D.get(inv_denom.shape[0], _SPREAD_2D[None])(
+        Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, offset, private,
+        bounds=chunks)
+    _SUM_BANDS(private, offset, band_lo, band_hi, out, bounds=_chunks(nx, parallel))
     return out
 
 
@@ -335,25 +369,17 @@ def _gather_2d_chunk_5(Y, lo, hi, order, origin, inv_delta, n_nodes, inv_denom, 
 _gather_2d_rows = _gather_2d_chunk
 
 
-def _gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
-               parallel):
+def _gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks, F,
+               z_self, start, stop):
+    # chunks start … stop − 1 of the points
     m = Y.shape[0]
-    F = np.empty((m, 2))
-    z_self = np.zeros(n_chunks)
-    if parallel:
-        for t in numba.prange(n_chunks):
-            z_self[t] = _gather_2d_rows(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
-                                        origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
-    else:
-        for t in range(n_chunks):
-            z_self[t] = _gather_2d_rows(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
-                                        origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
-    return F, z_self.sum()
+    for t in range(start, stop):
+        z_self[t] = _gather_2d_rows(Y, t * m // n_chunks, (t + 1) * m // n_chunks, order,
+                                    origin, inv_delta, n_nodes, inv_denom, pot, kernel, F)
 
 
 def _compiled(body, **passes):
-    return numba.njit(parallel=dict(PRANGE_ONLY), cache=True)(body if not passes else
-                                                              renamed(body, "_5", **passes))
+    return Threaded(body if not passes else renamed(body, "_5", **passes), 0)
 
 
 _SPREAD_2D = {ORDER_5: _compiled(_spread_2d, _spread_2d_band=_spread_2d_chunk_5),
@@ -362,20 +388,22 @@ _GATHER_2D = {ORDER_5: _compiled(_gather_2d, _gather_2d_rows=_gather_2d_chunk_5)
               None: _compiled(_gather_2d)}
 
 
-def spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel):
-    """Unit charges of the points on the grid. Chunk t of the rows of Y only reaches grid
-    rows ``band_lo[t]:band_hi[t]``, so its private grid is that band."""
-    driver = _SPREAD_2D.get(inv_denom.shape[0], _SPREAD_2D[None])
-    return driver(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parallel)
+def _in_order(values: np.ndarray) -> float:
+    """The sum of ``values`` added one after another (a compiled loop's order)."""
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
 def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
               parallel):
     """Forces for the rows of ``Y``, written to rows ``order`` of the result, and the
     self-pairs as interpolated."""
-    driver = _GATHER_2D.get(inv_denom.shape[0], _GATHER_2D[None])
-    return driver(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
-                  parallel)
+    F = np.empty((Y.shape[0], 2))
+    z_self = np.zeros(n_chunks)
+    chunks = np.arange(n_chunks + 1) if parallel else np.array([0, n_chunks])
+    _GATHER_2D.get(inv_denom.shape[0], _GATHER_2D[None])(
+        Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks, F, z_self,
+        bounds=chunks)
+    return F, _in_order(z_self)
 
 
 # ---- kernels and spectra ------------------------------------------------------------
@@ -394,18 +422,22 @@ def _kernel_row(r, n, spacing, out):
             out[2, r, s] = t * t * y
 
 
-@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def _kernel_rows(n, spacing, out, start, stop):
+    for r in range(start, stop):
+        _kernel_row(np.int64(r), n, spacing, out)
+
+
+_KERNEL_ROWS = Threaded(_kernel_rows, 0)
+
+
 def kernel_quadrant(n, spacing, parallel):
     """The kernels at node offsets ``v = j·spacing``, ``0 ≤ j < n`` per dimension: ``t(v)``
     and each component of ``t(v)² v``, shape ``(1 + d, n₀[, n₁])``."""
+    n = np.asarray(n, dtype=np.int64)
     d = n.shape[0]
     out = np.empty((1 + d, n[0], n[1] if d == 2 else 1))
-    if parallel:
-        for r in numba.prange(n[0]):
-            _kernel_row(np.int64(r), n, spacing, out)
-    else:
-        for r in range(n[0]):
-            _kernel_row(np.int64(r), n, spacing, out)
+    _KERNEL_ROWS(n, np.asarray(spacing, dtype=np.float64), out,
+                 bounds=_chunks(int(n[0]), parallel))
     return out
 
 
@@ -430,7 +462,14 @@ def _spectrum_row(C, T, Rx, Ry, r, half_rows, out):
     return acc
 
 
-@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
+def _spectra_rows(C, T, Rx, Ry, half_rows, out, acc, start, stop):
+    for r in range(start, stop):
+        acc[r] = _spectrum_row(C, T, Rx, Ry, np.int64(r), half_rows, out)
+
+
+_SPECTRA_ROWS = Threaded(_spectra_rows, 0)
+
+
 def apply_spectra_2d(C, T, Rx, Ry, half_rows, parallel):
     """Force potential spectra ``(2, L, cols)`` from the unit-charge spectrum ``C`` and
     ``Σ_f |C(f)|² T(f)`` over the full spectrum (Parseval, for Z).
@@ -440,11 +479,6 @@ def apply_spectra_2d(C, T, Rx, Ry, half_rows, parallel):
     """
     n_rows, n_cols = C.shape
     out = np.empty((2, n_rows, n_cols), dtype=C.dtype)  # complex64 for a float32 grid
-    acc = np.zeros(n_rows)
-    if parallel:
-        for r in numba.prange(n_rows):
-            acc[r] = _spectrum_row(C, T, Rx, Ry, np.int64(r), half_rows, out)
-    else:
-        for r in range(n_rows):
-            acc[r] = _spectrum_row(C, T, Rx, Ry, np.int64(r), half_rows, out)
-    return out, acc.sum()
+    acc = np.empty(n_rows)
+    _SPECTRA_ROWS(C, T, Rx, Ry, half_rows, out, acc, bounds=_chunks(n_rows, parallel))
+    return out, _in_order(acc)
