@@ -149,7 +149,8 @@ def test_row_sort_matches_numpy(dtype, k):
     order = np.argsort(idx, axis=1)
     want_idx = np.take_along_axis(idx, order, axis=1)
     want_cond = np.take_along_axis(cond, order, axis=1)
-    for variant in (_sort_rows.numpy, _sort_rows.serial, _sort_rows.parallel):
+    for variant in (_sort_rows.numpy, lambda i, c: _sort_rows(i, c, bounds=[0, n]),
+                    lambda i, c: _sort_rows(i, c, bounds=[0, 7, 23, n])):
         i2, c2 = idx.copy(), cond.copy()
         variant(i2, c2)
         np.testing.assert_array_equal(i2, want_idx)

@@ -189,7 +189,7 @@ def test_queries_skipping_their_own_class_get_the_other_classes_lists(rng):
     assert (want_idx[:, 20:] == -1).all()
     np.testing.assert_array_equal(idx, want_idx)
     np.testing.assert_array_equal(dist, want_dist)
-    # the parallel variant gives the same lists
+    # split over threads, the same lists
     from ctsne.neighbors import kdtree
 
     old = kdtree._search.min_work

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._parallel import kernel, sum_in_order
+from .._parallel import sum_in_order, threaded
 from .options import n_neighbors_for
 
 # n_neighbors_for lives in .options (no numba: the parameter checks use it); named here too
@@ -151,15 +151,16 @@ def trim_tail(p, tail):
         p[j] = p[j] / kept if j < end else 0.0
 
 
-@kernel(PARALLEL_FROM_ENTRIES)
-def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):
+@threaded(PARALLEL_FROM_ENTRIES)
+def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail, out, start,
+                      stop):
     # Plain rows (no blocks: ``starts`` holds one entry) and rows of weighted blocks in
     # one kernel: a fit under affinities="auto" calibrates the standard P and then the
     # label-balanced one, and a first run in a new environment compiles this once (two
     # kernels took 0.7-0.8 s each, numba's compile events, the paper's 1,000 points).
-    n = dist.shape[0]
+    # rows start … stop − 1
     blocks = starts.shape[0] - 1
-    for i in numba.prange(n):
+    for i in numba.prange(start, stop):
         if blocks == 0:
             calibrate_row(dist[i], perplexity, tol, max_iter, out[i])
             continue
@@ -320,8 +321,9 @@ def calibrate(distances: np.ndarray, perplexity: float, tol: float = CALIBRATE_T
     dist = np.ascontiguousarray(distances, dtype=np.float64)
     if out is None:
         out = np.empty_like(dist)
-    _calibrate_kernel(dist, float(perplexity), tol, max_iter, np.zeros(1, dtype=np.int64),
-                      dist.shape[1], np.empty((0, 0)), 0.0, out, work=dist.size)
+    _calibrate_kernel.run(dist, float(perplexity), tol, max_iter, np.zeros(1, dtype=np.int64),
+                          dist.shape[1], np.empty((0, 0)), 0.0, out, items=len(dist),
+                          work=dist.size)
     return out
 
 
@@ -351,6 +353,6 @@ def calibrate_blocks(dist: np.ndarray, starts: np.ndarray, perplexity: float, k:
     # writable and C-ordered as calibrate's stand-in is, or numba compiles the kernel
     # again for a read-only view (np.broadcast_to gives one)
     weights = np.require(weights, np.float64, ["C", "W"])
-    _calibrate_kernel(dist, float(perplexity), CALIBRATE_TOL, CALIBRATE_MAX_ITER, starts, k,
-                      weights, float(tail), out, work=dist.size)
+    _calibrate_kernel.run(dist, float(perplexity), CALIBRATE_TOL, CALIBRATE_MAX_ITER, starts,
+                          k, weights, float(tail), out, items=len(dist), work=dist.size)
     return out

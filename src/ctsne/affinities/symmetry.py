@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel
+from .._parallel import threaded
 from .calibration import NUMPY_BELOW_ENTRIES, PARALLEL_FROM_ENTRIES  # the (n, k) passes'
 
 __all__ = ["symmetrize"]
@@ -43,15 +43,15 @@ def _sort_pairs(keys, values):
         gap //= 3
 
 
-@kernel(PARALLEL_FROM_ENTRIES)
-def _sort_rows(idx, cond):
+@threaded(PARALLEL_FROM_ENTRIES)
+def _sort_rows(idx, cond, start, stop):
     # A row's zero entries (a balanced P's trimmed tails, about 40 % of its slots) are
     # moved behind its positive ones and given the column n, so that only the positive
     # ones are sorted and merged (a balanced P of 200,000 points, 5 classes, 2026-11-28:
     # the sort 0.74 → 0.41 s, the two merge passes 1.26 → 1.03 s; the same P).
     n = idx.shape[0]
     k = idx.shape[1]
-    for i in numba.prange(n):
+    for i in numba.prange(start, stop):  # rows start … stop − 1
         m = 0
         for a in range(k):
             if cond[i, a] > 0.0:
@@ -158,8 +158,8 @@ def _union_row(i, idx, cond, flat, tptr, tsrc, indices, data, e, scale, fill):
     return count
 
 
-@kernel(PARALLEL_FROM_ENTRIES)
-def _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale, counts):
+@threaded(PARALLEL_FROM_ENTRIES)
+def _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale, counts, start, stop):
     # Counts each row's entries into ``counts`` (then ``indptr``, ``indices`` and ``data``
     # are empty stand-ins of the output's types) or, given no counts, fills the rows. One
     # kernel for both passes, and one signature of _union_row: a first run in a new
@@ -167,7 +167,7 @@ def _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale, counts):
     # numba compiled _union_row twice, 1.1-1.4 s of a cold 1,000-point fit's compile; the
     # parallel twin types a prange index as uint64 on one of its passes, hence np.int64(i)).
     fill = counts.shape[0] == 0
-    for i in numba.prange(idx.shape[0]):
+    for i in numba.prange(start, stop):  # rows start … stop − 1
         e = np.int64(indptr[i]) if fill else np.int64(0)
         got = _union_row(np.int64(i), idx, cond, flat, tptr, tsrc, indices, data, e, scale,
                          fill)
@@ -189,7 +189,7 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     """
     n, k = idx.shape
     work = idx.size
-    _sort_rows(idx, cond, work=work)
+    _sort_rows.run(idx, cond, items=n, work=work)
     if work < NUMPY_BELOW_ENTRIES:
         return _union_small(idx, cond)
     ptype = np.int32 if idx.size < np.iinfo(np.int32).max else np.int64
@@ -199,16 +199,16 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     flat = cond.reshape(-1)
     counts = np.empty(n, dtype=np.int64)
     # int32 stand-ins: the types of the fill below but for a P of 2³¹ entries or more
-    _union(idx, cond, flat, tptr, tsrc, np.empty(0, dtype=np.int32),
-           np.empty(0, dtype=np.int32), np.empty(0), 1.0, counts, work=work)
+    _union.run(idx, cond, flat, tptr, tsrc, np.empty(0, dtype=np.int32),
+               np.empty(0, dtype=np.int32), np.empty(0), 1.0, counts, items=n, work=work)
     nnz = int(counts.sum())
     itype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
     indptr = np.zeros(n + 1, dtype=itype)
     np.cumsum(counts, out=indptr[1:])
     indices = np.empty(nnz, dtype=itype)
     data = np.empty(nnz)
-    _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, 1.0 / (2.0 * n),
-           np.empty(0, dtype=np.int64), work=work)
+    _union.run(idx, cond, flat, tptr, tsrc, indptr, indices, data, 1.0 / (2.0 * n),
+               np.empty(0, dtype=np.int64), items=n, work=work)
     P = sp.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     P.has_sorted_indices = True
     return P

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._parallel import kernel
+from .._parallel import threaded
 
 __all__ = ["BlockTree", "LEAF_SIZE"]
 
@@ -250,33 +250,43 @@ def _sift_down(hd, hi_, a, k, d, ident):
     hi_[a, pos] = ident
 
 
-@kernel(PARALLEL_FROM_WORK)
-def _search(blocks, left, right, lo, hi, leaf_of, counts, Xb, ids, Q, qorder, bstart, k, widen,
-            slot_code, qcode, out_idx, out_dist):
-    """The k nearest indexed points of each query; query block b is the queries
-    ``qorder[bstart[b]:bstart[b + 1]]``, answered into their rows of the outputs. Boxes
-    count ``widen`` = (1 + eps)² times farther (1: exact). With ``qcode`` (one per query;
-    empty: no filter) a query skips the indexed points whose ``slot_code`` equals its own."""
+@threaded(PARALLEL_FROM_WORK)
+def _search(left, right, lo, hi, leaf_of, counts, Xb, ids, Q, qorder, bstart, k, widen,
+            slot_code, qcode, out_idx, out_dist, start, stop):
+    """The k nearest indexed points of each query; query block b (of ``start … stop − 1``)
+    is the queries ``qorder[bstart[b]:bstart[b + 1]]`` (at most LEAF_SIZE), answered into
+    their rows of the outputs. Boxes count ``widen`` = (1 + eps)² times farther (1: exact).
+    With ``qcode`` (one per query; empty: no filter) a query skips the indexed points whose
+    ``slot_code`` equals its own."""
     p = Q.shape[1]
     W = Xb.shape[2]
     filtered = qcode.shape[0] > 0
-    for b in numba.prange(blocks):
+    # one set of buffers a part, not a block: allocations made per block cost threads
+    # shared reference counts (ctsne._parallel.Threaded)
+    hd = np.empty((LEAF_SIZE, k))
+    hi_ = np.empty((LEAF_SIZE, k), dtype=np.int64)
+    blo = np.empty(p)
+    bhi = np.empty(p)
+    d = np.empty(W)
+    # one entry per level and one more: splits leave each side a quarter at least,
+    # so depth ≤ log₄⁄₃ n < 152 for any int64 point count
+    stack = np.empty(256, dtype=np.int64)
+    depth = np.empty(256)
+    for b in numba.prange(start, stop):
         q0, q1 = bstart[b], bstart[b + 1]
         m = q1 - q0
-        hd = np.full((m, k), np.inf)
-        hi_ = np.full((m, k), -1, dtype=np.int64)
-        blo = np.full(p, np.inf)
-        bhi = np.full(p, -np.inf)
+        for a in range(m):
+            for c in range(k):
+                hd[a, c] = np.inf
+                hi_[a, c] = -1
+        for j in range(p):
+            blo[j] = np.inf
+            bhi[j] = -np.inf
         for a in range(m):
             for j in range(p):
                 x = Q[qorder[q0 + a], j]
                 blo[j] = min(blo[j], x)
                 bhi[j] = max(bhi[j], x)
-        d = np.zeros(W)
-        # one entry per level and one more: splits leave each side a quarter at least,
-        # so depth ≤ log₄⁄₃ n < 152 for any int64 point count
-        stack = np.empty(256, dtype=np.int64)
-        depth = np.empty(256)
         stack[0], depth[0] = 0, 0.0
         top = 1
         bound = np.inf  # the block's largest k-th distance (squared)
@@ -480,8 +490,8 @@ class BlockTree:
             + [[m]])).astype(np.int64)
         out_idx = np.empty((m, k), dtype=np.int64)
         out_dist = np.empty((m, k))
-        _search(len(bstart) - 1, self.left, self.right, self.lo, self.hi, self.leaf_of,
-                self.counts, self.Xb, self.ids, Q, qorder.astype(np.int64), bstart, k,
-                (1.0 + float(eps)) ** 2, self._slot_code, qcode, out_idx, out_dist,
-                work=float(m) * k)
+        _search.run(self.left, self.right, self.lo, self.hi, self.leaf_of, self.counts,
+                    self.Xb, self.ids, Q, qorder.astype(np.int64), bstart, k,
+                    (1.0 + float(eps)) ** 2, self._slot_code, qcode, out_idx, out_dist,
+                    items=len(bstart) - 1, work=float(m) * k)
         return out_dist, out_idx
