@@ -15,14 +15,16 @@ made a fit 7–9× slower than on one thread. Two measures:
   region of each ``np.zeros`` or ``.sum()``), and a serial one, used on one thread and
   below a kernel's measured work threshold, where waking the pool costs more than it saves.
 
-The kernels of an iteration (attraction, exact and Barnes-Hut repulsion) are instead one
-serial body over a range of items, compiled once and released from the GIL, whose parts
-run side by side on the calling thread and ctsne's own workers (:class:`Threaded`). numba's
-parallel pipeline cost ~1.2 CPU-s more to compile per kernel, in every new environment:
-half of a first 1,000-point fit's compile. The parts are fixed by the caller, so the exact
-and Barnes-Hut forces are now the same on any number of threads. The attraction, a
-memory-bound pass that ran 10-20 % faster in numba's pool, keeps a ``prange`` twin for
-large P.
+Most kernels (those of an iteration, the neighbour searches and scans, the calibration,
+the symmetrisation, the FFT grid passes) are instead one serial body over a range of
+items, compiled once and released from the GIL, whose parts run side by side on the
+calling thread and ctsne's own workers (:class:`Threaded`). numba's parallel pipeline cost
+~1.2 CPU-s more to compile than a serial build for a small kernel and several times more
+for a large one, on top of the serial twin, in every new environment: half of a first
+1,000-point fit's compile, and half of a 20,000-point one's. The parts are fixed by the
+caller, so the exact and Barnes-Hut forces are the same on any number of threads. The
+attraction, a memory-bound pass that ran 10-20 % faster in numba's pool, keeps a
+``prange`` twin for large P.
 
 Determinism. A kernel freshly compiled and the same kernel loaded from numba's cache can
 run differently optimised code (numba issue #10617): with parallel reductions or
@@ -214,8 +216,10 @@ class Threaded:
 
     Why. numba compiles a ``prange`` kernel through its parallel pipeline (a second
     function for the loop body, a scheduler wrapper) and a serial twin besides: the
-    parallel one alone costs ~1.2 CPU-s more to compile than the serial one, for each
-    kernel of an iteration, in every new environment. A body that takes its range
+    parallel one alone costs ~1.2 CPU-s more to compile than the serial one for a small
+    kernel (Barnes-Hut's walk: 11.8 against 3.8 CPU-s), in every new environment. Parts
+    should make no array or row view per item: two threads doing so contend on the
+    shared reference counts (keep one buffer a part). A body that takes its range
     (``start``, ``stop``) compiles once; the calling thread and a pool of Python threads
     run its parts side by side. The parts are fixed by the caller, and every part runs the
     same machine code on any thread count, so a result depends on the parts only.
@@ -230,9 +234,10 @@ class Threaded:
     prange_from : float, optional
         Work from which a split call runs a ``prange`` twin instead (the body's loop
         over its range written ``numba.prange(start, stop)``, a plain range in the
-        serial build). numba compiles a parallel loop body without aliasing between its
-        arrays, which made a memory-bound pass ~10 % faster than the same body on Python
-        threads; worth its compile where the pass is long.
+        serial build). numba's pool ran a memory-bound pass 10-20 % faster than the same
+        body on these threads (why is not pinned down: compiling the serial build
+        without aliasing between its arrays, as numba compiles a parallel loop's body,
+        did not close it); worth its compile where the pass is long.
     **options
         Further ``numba.njit`` options.
     """
