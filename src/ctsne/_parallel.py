@@ -61,8 +61,8 @@ import types
 import numba
 import numpy as np
 
-__all__ = ["Kernel", "PRANGE_ONLY", "Threaded", "even_parts", "kernel", "renamed", "sum_in_order",
-           "threaded"]
+__all__ = ["Kernel", "PRANGE_ONLY", "Threaded", "equal_parts", "even_parts", "kernel", "renamed",
+           "sum_in_order", "threaded"]
 
 
 def _passive_wait() -> None:
@@ -82,10 +82,21 @@ def sum_in_order(x: np.ndarray) -> np.ndarray:
     """Column sums of ``x`` (m, n), each column's entries added one after another from 0,
     as a kernel's loop over a row adds them: numpy's own reductions may sum pairwise, so
     the numpy twins sum with this."""
+    if x.shape[0] > x.shape[1]:
+        # tall: a cumulative sum adds in the same order (+ 0.0: a loop from 0 never ends
+        # at −0); row by row took 4.1 ms for 5,000 × 2 against 0.05 ms, while for wide
+        # tables (90 × 11,000) the cumulative sum took 15× the rows' loop
+        return np.cumsum(x, axis=0)[-1] + 0.0
     total = np.zeros(x.shape[1])
     for row in x:
         total += row
     return total
+
+
+def equal_parts(items: int, parts: int) -> list[int]:
+    """Bounds (parts + 1) that split items ``0 … items − 1`` into runs of equal length
+    (within one)."""
+    return [items * c // parts for c in range(parts + 1)]
 
 
 def renamed(py_func, suffix: str, **names):
@@ -267,8 +278,7 @@ class Threaded:
         if self.numpy is not None and work < self.numpy_below:
             self.numpy(*args)
             return
-        parts = self.threads(work)
-        self(*args, bounds=[items * c // parts for c in range(parts + 1)], work=work)
+        self(*args, bounds=equal_parts(items, self.threads(work)), work=work)
 
     def __call__(self, *args, bounds, work: float = 0.0) -> None:
         """Run part c, items ``bounds[c] … bounds[c + 1] − 1``, for every c: the first in

@@ -188,12 +188,8 @@ def _step_small(Y, grad, update, gains, learning_rate, momentum, min_gain, max_s
     # each thread's rows added in turn, as the kernel's blocks, then the blocks in order
     parts = max(1, n_threads)
     chunk = (n + parts - 1) // parts
-    total = np.zeros(Y.shape[1])
-    for t in range(parts):
-        rows = Y[t * chunk:(t + 1) * chunk]
-        if len(rows):
-            total += np.cumsum(rows, axis=0)[-1]  # cumsum: one addition after another
-    return total / n
+    col = np.stack([sum_in_order(Y[t * chunk:(t + 1) * chunk]) for t in range(parts)])
+    return sum_in_order(col) / n
 
 
 def _keep_scale(Y: np.ndarray, update: np.ndarray) -> int:

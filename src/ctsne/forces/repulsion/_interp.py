@@ -17,7 +17,7 @@ import numpy as np
 # .sum() into a parallel region of its own, each waking the pool even on the serial path);
 # numba consumes the dict it is given, so each kernel gets a copy. The 2-D passes instead
 # run one serial build in parts on ctsne's threads (Threaded): no parallel compile.
-from ..._parallel import PRANGE_ONLY, Threaded, renamed
+from ..._parallel import PRANGE_ONLY, Threaded, equal_parts, renamed, sum_in_order
 
 # Points are visited tile by tile (TILE × TILE nodes) when the 2-D grid outgrows the cache.
 TILE = 16
@@ -111,10 +111,14 @@ _TILE_KEYS = Threaded(_tile_keys, 0)
 _TILE_PLACE = Threaded(_tile_place, 0)
 
 
-def _chunks(n: int, parallel: bool) -> np.ndarray:
+def _chunks(n: int, parallel: bool) -> list[int]:
     """Bounds that hand items 0 … n − 1 to the threads in equal runs (one run if serial)."""
-    parts = numba.get_num_threads() if parallel else 1
-    return np.arange(parts + 1) * n // parts
+    return equal_parts(n, numba.get_num_threads() if parallel else 1)
+
+
+def _per_chunk(n_chunks: int, parallel: bool) -> np.ndarray:
+    """Bounds of one part a point chunk (one part for all if serial)."""
+    return np.arange(n_chunks + 1) if parallel else np.array([0, n_chunks])
 
 
 def tile_order(Y, origin, inv_delta, n_nodes, n_chunks):
@@ -124,7 +128,7 @@ def tile_order(Y, origin, inv_delta, n_nodes, n_chunks):
     nty = (n_nodes[1] + TILE - 1) // TILE
     keys = np.empty(m, dtype=np.int64)
     counts = np.zeros((n_chunks, ntx * nty), dtype=np.int64)
-    every_chunk = np.arange(n_chunks + 1)  # a part each
+    every_chunk = _per_chunk(n_chunks, True)
     _TILE_KEYS(Y, origin, inv_delta, n_nodes, n_chunks, keys, counts, bounds=every_chunk)
     # exclusive scan, tile-major, so chunks keep their order
     flat = counts.T.ravel()
@@ -289,7 +293,7 @@ def spread_2d(Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, parall
     np.cumsum((band_hi - band_lo) * ny, out=offset[1:])
     private = np.empty(offset[n_chunks])
     out = np.empty((nx, ny))
-    chunks = np.arange(n_chunks + 1) if parallel else np.array([0, n_chunks])
+    chunks = _per_chunk(n_chunks, parallel)
     _SPREAD_2D.get(inv_denom.shape[0], _SPREAD_2D[None])(
         Y, origin, inv_delta, n_nodes, inv_denom, band_lo, band_hi, offset, private,
         bounds=chunks)
@@ -388,22 +392,17 @@ _GATHER_2D = {ORDER_5: _compiled(_gather_2d, _gather_2d_rows=_gather_2d_chunk_5)
               None: _compiled(_gather_2d)}
 
 
-def _in_order(values: np.ndarray) -> float:
-    """The sum of ``values`` added one after another (a compiled loop's order)."""
-    return float(np.cumsum(values)[-1]) if len(values) else 0.0
-
-
 def gather_2d(Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks,
               parallel):
     """Forces for the rows of ``Y``, written to rows ``order`` of the result, and the
     self-pairs as interpolated."""
     F = np.empty((Y.shape[0], 2))
     z_self = np.zeros(n_chunks)
-    chunks = np.arange(n_chunks + 1) if parallel else np.array([0, n_chunks])
+    chunks = _per_chunk(n_chunks, parallel)
     _GATHER_2D.get(inv_denom.shape[0], _GATHER_2D[None])(
         Y, order, origin, inv_delta, n_nodes, inv_denom, pot, kernel, n_chunks, F, z_self,
         bounds=chunks)
-    return F, _in_order(z_self)
+    return F, float(sum_in_order(z_self[:, None])[0])
 
 
 # ---- kernels and spectra ------------------------------------------------------------
@@ -481,4 +480,4 @@ def apply_spectra_2d(C, T, Rx, Ry, half_rows, parallel):
     out = np.empty((2, n_rows, n_cols), dtype=C.dtype)  # complex64 for a float32 grid
     acc = np.empty(n_rows)
     _SPECTRA_ROWS(C, T, Rx, Ry, half_rows, out, acc, bounds=_chunks(n_rows, parallel))
-    return out, _in_order(acc)
+    return out, float(sum_in_order(acc[:, None])[0])

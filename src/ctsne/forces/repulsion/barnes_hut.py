@@ -493,8 +493,7 @@ def _repulsion(Y, theta, side, origin):
     F3, zrow = np.zeros((m, 3)), np.zeros(m)
     # groups split evenly between the threads (each thread gets dense and sparse regions
     # by the kernel's even-then-odd order); a group's sums do not depend on the split
-    ng, parts = len(groups) - 1, traverse.threads(m)
-    traverse(Y3, walk, summ, groups, _GROUP, stack_size, F3, zrow,
-             bounds=[ng * c // parts for c in range(parts + 1)])
+    traverse.run(Y3, walk, summ, groups, _GROUP, stack_size, F3, zrow,
+                 items=len(groups) - 1, work=m)
     # summed here in a fixed order, whatever the thread count
     return unsort(F3, order, d, work=m), float(zrow.sum())
