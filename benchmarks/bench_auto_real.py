@@ -61,6 +61,8 @@ def main() -> None:
                     help="plotnine's diamonds.csv: also its grades cut, color, clarity")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--perplexity", type=float, default=30.0)
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="cases whose name starts with one of these (e.g. diamonds-cut)")
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     warnings.simplefilter("ignore")  # Adult's duplicated rows warn at every P
@@ -82,6 +84,8 @@ def main() -> None:
         X_dia, grades = diamonds(args.diamonds)
         cases += [(f"diamonds-{g}", np.delete(X_dia, GRADE_COLUMN[g], axis=1), grades[g])
                   for g in grades]
+    if args.only is not None:
+        cases = [c for c in cases if c[0].startswith(tuple(args.only))]
     for case, X, all_codes in cases:
         rows = len(X)
         codes = np.unique(all_codes, return_inverse=True)[1]

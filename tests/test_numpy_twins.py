@@ -126,10 +126,15 @@ def test_mixing_sums_match_the_kernels():
         np.testing.assert_array_equal(a, b)
     P = symmetry.symmetrize(idx.copy(), cond.copy())
     outs = [(np.empty(400), np.empty(400)) for _ in range(2)]
-    mixing._row_cross.serial(P.indptr, P.indices, P.data, codes, *outs[0])
+    mixing._row_cross(P.indptr, P.indices, P.data, codes, *outs[0], bounds=[0, 150, 400])
     mixing._row_cross.numpy(P.indptr, P.indices, P.data, codes, *outs[1])
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    # independently: each row's mass and its mass on other classes, from the dense P
+    dense = P.toarray()
+    np.testing.assert_allclose(outs[0][0], dense.sum(axis=1), rtol=1e-13)
+    apart = codes[:, None] != codes[None, :]
+    np.testing.assert_allclose(outs[0][1], (dense * apart).sum(axis=1), rtol=1e-13, atol=0)
 
 
 @pytest.mark.parametrize("nq, m, p, k", [(150, 700, 10, 90), (4, 9, 3, 12), (200, 600, 2, 30)])
@@ -150,13 +155,37 @@ def test_scans_match_the_kernels(nq, m, p, k):
         got.append((idx, dist))
     np.testing.assert_array_equal(got[0][0], got[1][0])
     np.testing.assert_array_equal(got[0][1], got[1][1])
+    # the counterpart trust's scans of one product, by rows and by columns: the kernels in
+    # parts, their numpy twins, and a stable sort of the distances (ties in index order)
+    gram2 = 2.0 * Q @ Y.T
+    rn, cn = np.einsum("ij,ij->i", Q, Q), np.einsum("ij,ij->i", Y, Y)
     d2 = brute.gram_squared_distances(Q, Y)
-    for skip, table in ((False, d2), (True, d2[:, :nq] if nq <= m else d2)):
-        table = np.ascontiguousarray(table)
+    np.testing.assert_array_equal((rn[:, None] + cn[None, :]) - gram2, d2)
+    for skip_from in (-1, 0):  # 0: row i leaves out column i
+        table = d2.copy()
+        if skip_from == 0:
+            own = np.arange(min(nq, m))
+            table[own, own] = np.inf
         a, b = np.empty((nq, k), dtype=np.int64), np.empty((nq, k), dtype=np.int64)
-        cross_share._smallest(table, k, skip, a, bounds=[0, nq // 3, nq])  # in two parts
-        cross_share._smallest.numpy(table, k, skip, b)
+        cross_share._nearest_rows(gram2, rn, cn, k, skip_from, a, bounds=[0, nq // 3, nq])
+        cross_share._nearest_rows.numpy(gram2, rn, cn, k, skip_from, b)
         np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, _stable_smallest(table, k))
+    a, b = np.empty((m, k), dtype=np.int64), np.empty((m, k), dtype=np.int64)
+    cross_share._nearest_cols(gram2, rn, cn, k, a, bounds=[0, m // 3, m])
+    cross_share._nearest_cols.numpy(gram2, rn, cn, k, b)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, _stable_smallest(d2.T, k))
+
+
+def _stable_smallest(table, k):
+    # each row's k smallest columns, ties in column order; places past the finite
+    # entries hold 0, as the scans leave them
+    order = np.argsort(table, axis=1, kind="stable")[:, :k]
+    finite = np.take_along_axis(table, order, axis=1) < np.inf
+    out = np.zeros((len(table), k), dtype=np.int64)
+    out[:, :order.shape[1]] = np.where(finite, order, 0)
+    return out
 
 
 def test_smallest_in_rows_by_hand():

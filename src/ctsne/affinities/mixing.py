@@ -17,11 +17,11 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel
+from .._parallel import threaded
 from ..neighbors.brute import brute_knn
 from ..neighbors.merged import PROBE_SAMPLE
 from ..neighbors.search import drop_self
-from .calibration import NUMPY_BELOW_ENTRIES, calibrate
+from .calibration import NUMPY_BELOW_ENTRIES, PARALLEL_FROM_ENTRIES, calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
@@ -108,17 +108,21 @@ class PriorMixing:
                 f"{worst}: {self.class_ratio[worst]:.3f})")
 
 
-# Entries from which the mixing pass (one comparison and two additions per entry) runs on
-# the thread pool: ~1.6 ns per entry on one thread, so at 5M a second thread saves ~4 ms
-# once per fit, against ~0.3 s to compile the parallel twin in a new environment (the
-# paper's 1,000-point fit has a label-balanced P of 242,250 entries; 2026-11-27).
-MIXING_PARALLEL_FROM = 5_000_000
+# The row pass (one comparison and two additions per entry, ~1.6 ns an entry on one
+# thread) is one serial build run in parts on ctsne's threads, from calibration's
+# PARALLEL_FROM_ENTRIES. Below MIXING_NUMPY_BELOW entries its numpy twin serves instead: it
+# needs no compile (the build costs ~1.0 CPU-s in a new environment) and takes ~30 ns an
+# entry (np.add.at), 30 ms at 1M entries (~11,000 points at perplexity 30), where a first
+# fit compiles for tens of seconds anyway. It was a prange kernel from 5M entries with the
+# twin below: "auto" keeping the standard P of 53,940 points (4.9M entries) spent 0.15 s
+# in the twin, against 8 ms compiled (2026-11-29).
+MIXING_NUMPY_BELOW = 1_000_000
 
 
-@kernel(MIXING_PARALLEL_FROM)
-def _row_cross(indptr, indices, data, codes, mass, cross):
-    # per row (in parallel, each row summed in order); the classes' totals in numpy
-    for i in numba.prange(indptr.shape[0] - 1):
+@threaded(PARALLEL_FROM_ENTRIES)
+def _row_cross(indptr, indices, data, codes, mass, cross, start, stop):
+    # per row (rows start … stop − 1, each summed in order); the classes' totals in numpy
+    for i in range(start, stop):
         c = codes[i]
         m = 0.0
         x = 0.0
@@ -130,7 +134,7 @@ def _row_cross(indptr, indices, data, codes, mass, cross):
         cross[i] = x
 
 
-@_row_cross.small
+@_row_cross.small(below=MIXING_NUMPY_BELOW)
 def _row_cross_small(indptr, indices, data, codes, mass, cross):
     # np.add.at adds in the order given: each row's sums in the kernel's order
     rows = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
@@ -197,8 +201,8 @@ def prior_mixing(P: sp.spmatrix, codes: np.ndarray) -> PriorMixing:
         raise ValueError(f"codes must have one class per row of P ({n}), got {codes.shape}")
     sizes = np.bincount(codes)
     row_mass, row_cross = np.empty(n), np.empty(n)
-    _row_cross(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), codes, row_mass,
-               row_cross, work=P.nnz)
+    _row_cross.run(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), codes,
+                   row_mass, row_cross, items=n, work=P.nnz)
     mass = np.bincount(codes, weights=row_mass, minlength=len(sizes))
     cross = np.bincount(codes, weights=row_cross, minlength=len(sizes))
     return _summarise(mass, cross, sizes, n)
@@ -298,8 +302,8 @@ def point_cross_ratio(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray) -> n
     # the table is a CSR matrix whose rows all hold k entries: prior_mixing's row pass
     indptr = np.arange(0, n * k + 1, k, dtype=idx.dtype)
     total, across = np.empty(n), np.empty(n)
-    _row_cross(indptr, idx.ravel(), np.ascontiguousarray(cond, dtype=np.float64).ravel(),
-               codes, total, across, work=idx.size)
+    _row_cross.run(indptr, idx.ravel(), np.ascontiguousarray(cond, dtype=np.float64).ravel(),
+                   codes, total, across, items=n, work=idx.size)
     e = expected[codes]
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(total > 0, across / np.where(total > 0, total, 1.0), 0.0)
