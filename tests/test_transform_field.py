@@ -80,10 +80,11 @@ def test_attraction_to_fixed_points_matches_numpy():
     idx, cond = rng.integers(0, 200, (30, 7)), rng.random((30, 7))
     diff = Y[:, None, :] - Y_ref[idx]
     want = np.einsum("ik,ikd->id", cond / (1 + (diff**2).sum(-1)), diff)
-    for work in (0.0, np.inf):
-        from ctsne.forces.attraction import _fixed_kernel
+    from ctsne.forces.attraction import _fixed_kernel
 
-        got = _fixed_kernel(Y, Y_ref, idx, cond, work=work)
+    for bounds in ([0, 30], [0, 11, 12, 30]):  # one part, and three as threads take them
+        got = np.zeros((30, 2))
+        _fixed_kernel(Y, Y_ref, idx.astype(np.int64), cond, got, bounds=bounds)
         np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(attraction_to_fixed(Y, Y_ref, idx, cond), want, rtol=1e-12)
 

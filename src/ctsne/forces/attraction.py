@@ -6,7 +6,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel, threaded
+from .._parallel import threaded
 
 __all__ = ["Attraction", "attraction", "attraction_to_fixed", "locality_order", "pair_blocks",
            "upper_triangle"]
@@ -87,40 +87,44 @@ def upper_triangle(P: sp.csr_matrix, order: np.ndarray | None = None) -> sp.csr_
         order = np.arange(n)
     inv = np.empty(n, dtype=np.int64)
     inv[order] = np.arange(n)
-    indptr, indices, data = _permuted_upper(P.indptr, P.indices, P.data, order, inv,
-                                            work=P.nnz)
+    # two passes over the renumbered rows: how many entries each keeps, then the entries
+    counts = np.zeros(n + 1, dtype=np.int64)
+    _permuted_upper.run(P.indptr, P.indices, P.data, order, inv, counts, counts,
+                        P.indices[:0], P.data[:0], False, items=n, work=P.nnz)  # no entries yet
+    indptr = np.cumsum(counts)
+    indices = np.empty(indptr[n], dtype=P.indices.dtype)
+    data = np.empty(indptr[n], dtype=P.data.dtype)
+    _permuted_upper.run(P.indptr, P.indices, P.data, order, inv, counts, indptr, indices, data,
+                        True, items=n, work=P.nnz)
     return sp.csr_matrix((data, indices, indptr), shape=P.shape, copy=False)
 
 
-@kernel(PARALLEL_FROM_NNZ)
-def _permuted_upper(indptr, indices, data, order, inv):
-    n = order.shape[0]
-    counts = np.zeros(n + 1, dtype=np.int64)
-    for r in numba.prange(n):
+@threaded(PARALLEL_FROM_NNZ)
+def _permuted_upper(indptr, indices, data, order, inv, counts, new_indptr, new_indices,
+                    new_data, fill, start, stop):
+    # new rows start … stop − 1 (row r is old row order[r]), the entries whose new column
+    # lies above r in the old row's order: without ``fill`` their number into
+    # counts[r + 1], with it the entries from new_indptr[r] on (one body for both passes:
+    # one compile)
+    for r in range(start, stop):
+        e = new_indptr[r] if fill else 0
         c = 0
         for a in range(indptr[order[r]], indptr[order[r] + 1]):
-            if inv[indices[a]] > r:
+            col = inv[indices[a]]
+            if col > r:
+                if fill:
+                    new_indices[e + c] = col
+                    new_data[e + c] = data[a]
                 c += 1
-        counts[r + 1] = c
-    new_indptr = np.cumsum(counts)
-    new_indices = np.empty(new_indptr[n], dtype=indices.dtype)
-    new_data = np.empty(new_indptr[n], dtype=data.dtype)
-    for r in numba.prange(n):
-        e = new_indptr[r]
-        for a in range(indptr[order[r]], indptr[order[r] + 1]):
-            c = inv[indices[a]]
-            if c > r:
-                new_indices[e] = c
-                new_data[e] = data[a]
-                e += 1
-    return new_indptr, new_indices, new_data
+        if not fill:
+            counts[r + 1] = c
 
 
-@kernel(PARALLEL_FROM_NNZ)
-def _fixed_kernel(Y, Y_ref, idx, cond):
-    m, d = Y.shape
-    F = np.zeros((m, d))
-    for i in numba.prange(m):
+@threaded(PARALLEL_FROM_NNZ)
+def _fixed_kernel(Y, Y_ref, idx, cond, F, start, stop):
+    # rows start … stop − 1 of F (zeros): row i's pull to its partners idx[i]
+    d = Y.shape[1]
+    for i in range(start, stop):
         for a in range(idx.shape[1]):
             j = idx[i, a]
             d2 = 0.0
@@ -130,7 +134,6 @@ def _fixed_kernel(Y, Y_ref, idx, cond):
             pt = cond[i, a] / (1.0 + d2)
             for k in range(d):
                 F[i, k] += pt * (Y[i, k] - Y_ref[j, k])
-    return F
 
 
 def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
@@ -142,9 +145,12 @@ def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
     weights.
     """
     Y = np.ascontiguousarray(Y, dtype=np.float64)
-    return _fixed_kernel(Y, np.ascontiguousarray(Y_ref, dtype=np.float64),
-                         np.ascontiguousarray(idx, dtype=np.int64),
-                         np.ascontiguousarray(cond, dtype=np.float64), work=idx.size)
+    F = np.zeros(Y.shape)
+    _fixed_kernel.run(Y, np.ascontiguousarray(Y_ref, dtype=np.float64),
+                      np.ascontiguousarray(idx, dtype=np.int64),
+                      np.ascontiguousarray(cond, dtype=np.float64), F, items=len(Y),
+                      work=idx.size)
+    return F
 
 
 @threaded(PARALLEL_FROM_NNZ, prange_from=PRANGE_FROM_NNZ)
@@ -220,13 +226,12 @@ def locality_order(P: sp.csr_matrix) -> np.ndarray:
     return np.ascontiguousarray(reverse_cuthill_mckee(P, symmetric_mode=True), dtype=np.int64)
 
 
-@kernel(PARALLEL_FROM_NNZ)
-def _take_rows(Y, order):
-    out = np.empty((order.shape[0], Y.shape[1]))
-    for r in numba.prange(order.shape[0]):
+@threaded(PARALLEL_FROM_NNZ)
+def _take_rows(Y, order, out, start, stop):
+    # out[r] = Y[order[r]], rows start … stop − 1
+    for r in range(start, stop):
         for k in range(Y.shape[1]):
             out[r, k] = Y[order[r], k]
-    return out
 
 
 def summed_blocks(B: np.ndarray, rows: np.ndarray, reach: np.ndarray,
@@ -241,13 +246,12 @@ def summed_blocks(B: np.ndarray, rows: np.ndarray, reach: np.ndarray,
     return F
 
 
-@kernel(PARALLEL_FROM_NNZ)
-def _put_blocks(B, rows, reach, offsets, order):
-    """``summed_blocks`` into the points' order: row r of the copy is point order[r]."""
-    n = order.shape[0]
+@threaded(PARALLEL_FROM_NNZ)
+def _put_blocks(B, rows, reach, offsets, order, out, start, stop):
+    # summed_blocks into the points' order, rows start … stop − 1: row r of the sums is
+    # point order[r]
     T = rows.shape[0] - 1
-    out = np.empty((n, B.shape[1]))
-    for r in numba.prange(n):
+    for r in range(start, stop):
         for k in range(B.shape[1]):
             s = 0.0
             for t in range(T):
@@ -256,7 +260,6 @@ def _put_blocks(B, rows, reach, offsets, order):
                 if r < reach[t]:
                     s += B[offsets[t] + r - rows[t], k]
             out[order[r], k] = s
-    return out
 
 
 class Attraction:
@@ -302,7 +305,9 @@ class Attraction:
     def __call__(self, Y: np.ndarray, want_log: bool = False) -> tuple[np.ndarray, float]:
         U = self.U
         if self.order is not None:
-            Y = _take_rows(Y, self.order)
+            taken = np.empty((len(self.order), Y.shape[1]))
+            _take_rows.run(Y, self.order, taken, items=len(taken), work=2 * U.nnz)
+            Y = taken
         kern = _attraction_planar if Y.shape[1] == 2 else _attraction_kernel
         # work: the non-zeros of P; one block per thread
         blocks = self.blocks(min(kern.threads(2 * U.nnz), self.max_blocks))
@@ -317,7 +322,8 @@ class Attraction:
         if self.order is None:
             F = summed_blocks(B, *blocks)
         else:
-            F = _put_blocks(B, *blocks, self.order, work=2 * U.nnz)
+            F = np.empty((len(self.order), Y.shape[1]))
+            _put_blocks.run(B, *blocks, self.order, F, items=len(F), work=2 * U.nnz)
         # the blocks' log terms are summed here, in block order
         return F, float(plogt.sum()) if want_log else 0.0
 

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import time
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel
+from .._parallel import threaded
 from ..prior import Prior, PriorTerm
 from .attraction import LOCALITY_ABOVE, Attraction, locality_order
 from .repulsion import ConditionalRepulsion
 
 __all__ = ["ConditionalGradient"]
 
-# Non-zeros of P from which the KL's fixed part, computed once per fit, runs on the thread
-# pool; below, in numpy (ctsne._parallel). ~20 ns per non-zero on one thread: at 1M a second
-# thread saves ~10 ms a fit, against ~1.3 s to compile the parallel twin in a new
-# environment (the paper's 1,000-point fit has 134,000 non-zeros; at the attraction's
-# 40,000 it compiled that twin to save well under a millisecond).
+# Non-zeros of P from which the KL's fixed part, computed once per fit, runs compiled, in
+# parts on ctsne's threads; below, in numpy (ctsne._parallel). ~20 ns per non-zero on one
+# thread: at 1M a second thread saves ~10 ms a fit, against ~1 s to compile the kernel in a
+# new environment (the paper's 1,000-point fit has 134,000 non-zeros).
 PARALLEL_FROM_NNZ = 1_000_000
 # Coordinates from which the gradient is assembled by a kernel, in place: numpy's
 # expression allocates four (n, d) temporaries a step (3.8 ms at 250k points in 2-D, where
@@ -27,22 +25,21 @@ PARALLEL_FROM_NNZ = 1_000_000
 ASSEMBLE_IN_PLACE_FROM = 50_000
 
 
-@kernel(ASSEMBLE_IN_PLACE_FROM)
-def _assemble(attr, rep, exaggeration, S):
-    """``attr ← 4·(exaggeration·attr − rep/S)``, element by element as numpy computes it."""
-    for i in numba.prange(attr.shape[0]):
+@threaded(ASSEMBLE_IN_PLACE_FROM)
+def _assemble(attr, rep, exaggeration, S, start, stop):
+    # attr ← 4·(exaggeration·attr − rep/S) for rows start … stop − 1, element by element as
+    # numpy computes it
+    for i in range(start, stop):
         for k in range(attr.shape[1]):
             attr[i, k] = 4.0 * (exaggeration * attr[i, k] - rep[i, k] / S)
-    return attr
 
 
-@kernel(PARALLEL_FROM_NNZ)
-def _fixed_part(indptr, indices, data, codes, alphas, betas):
-    """``Σ p log p − Σ p log w`` over the non-zeros of P (``codes``: (m, n) class codes)."""
-    n = indptr.shape[0] - 1
+@threaded(PARALLEL_FROM_NNZ)
+def _fixed_part(indptr, indices, data, codes, alphas, betas, acc, start, stop):
+    # each row's Σ p log p − Σ p log w over its non-zeros (codes: (m, n) class codes), rows
+    # start … stop − 1
     m = codes.shape[0]
-    acc = np.zeros(n)
-    for i in numba.prange(n):
+    for i in range(start, stop):
         s = 0.0
         for e in range(indptr[i], indptr[i + 1]):
             p = data[e]
@@ -54,11 +51,10 @@ def _fixed_part(indptr, indices, data, codes, alphas, betas):
                 log_w += np.log(alphas[c] if codes[c, i] == codes[c, j] else betas[c])
             s += p * (np.log(p) - log_w)
         acc[i] = s
-    return acc
 
 
 @_fixed_part.small
-def _fixed_part_small(indptr, indices, data, codes, alphas, betas):
+def _fixed_part_small(indptr, indices, data, codes, alphas, betas, acc):
     # the kernel's terms, and each row's sum in its order (np.add.at adds in turn)
     n = indptr.shape[0] - 1
     rows = np.repeat(np.arange(n), np.diff(indptr))
@@ -67,9 +63,8 @@ def _fixed_part_small(indptr, indices, data, codes, alphas, betas):
     log_w = np.zeros(p.shape[0])
     for c in range(codes.shape[0]):
         log_w += np.log(np.where(codes[c, rows] == codes[c, cols], alphas[c], betas[c]))
-    acc = np.zeros(n)
+    acc[:] = 0.0
     np.add.at(acc, rows, p * (np.log(p) - log_w))
-    return acc
 
 
 class ConditionalGradient:
@@ -122,8 +117,10 @@ class ConditionalGradient:
         else:
             codes = np.stack(prior.codes)
             alphas, betas = np.asarray(prior.alphas, float), np.asarray(prior.betas, float)
-        self.constant = float(_fixed_part(P.indptr, P.indices, P.data, codes, alphas, betas,
-                                          work=P.nnz).sum())
+        fixed = np.empty(n)
+        _fixed_part.run(P.indptr, P.indices, P.data, codes, alphas, betas, fixed, items=n,
+                        work=P.nnz)
+        self.constant = float(fixed.sum())
         self.timings = {"attraction": 0.0, "repulsion": 0.0}
 
     def __call__(self, Y: np.ndarray, exaggeration: float = 1.0,
@@ -137,7 +134,9 @@ class ConditionalGradient:
         if attr.size < ASSEMBLE_IN_PLACE_FROM:
             grad = 4.0 * (exaggeration * attr - rep / S)
         else:  # attr is this call's own array
-            grad = _assemble(attr, rep, float(exaggeration), float(S), work=attr.size)
+            _assemble.run(attr, rep, float(exaggeration), float(S), items=len(attr),
+                          work=attr.size)
+            grad = attr
         kl = self.constant - p_log_t + np.log(S) if want_kl else None
         return grad, kl
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numba
 import numpy as np
 
-from .._parallel import kernel, sum_in_order
+from .._parallel import sum_in_order, threaded
 
 __all__ = ["EARLY_MOMENTUM", "FINAL_MOMENTUM", "GAIN_GROWTH", "GAIN_DECAY", "MIN_GAIN",
            "OptimizerState", "auto_learning_rate", "gradient_descent", "in_order", "run_in_order"]
@@ -124,26 +124,25 @@ class _StopRequest:
             signal.signal(signal.SIGINT, self._old)
 
 
-# Coordinates (n·d) from which a step runs on the thread pool: ~5 ns of serial work each.
+# Coordinates (n·d) from which a step runs in parts on ctsne's threads: ~5 ns of serial
+# work each.
 PARALLEL_FROM_COORDS = 50_000
-# Below this many coordinates a step runs in numpy (`_step_small`): the kernel's serial
-# twin costs ~0.6 CPU-s to compile in a new environment, numpy ~80 µs more a step at
-# 1,000 points in 2-D and ~140 µs at 2,500 (0.06-0.1 s in a fit of 750 steps).
+# Below this many coordinates a step runs in numpy (`_step_small`): the kernel costs
+# ~0.6 CPU-s to compile in a new environment, numpy ~80 µs more a step at 1,000 points in
+# 2-D and ~140 µs at 2,500 (0.06-0.1 s in a fit of 750 steps).
 STEP_IN_NUMPY_BELOW = 5_000
 
 
-@kernel(PARALLEL_FROM_COORDS)
-def _step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
-          n_threads=1):
-    """One update in place: gains, momentum step, per-point step cap; returns the new mean.
-
-    Fused so that a step over 10⁶ points reads each array once instead of in ten numpy
-    passes. ``max_step_norm <= 0`` means no cap.
-    """
+@threaded(PARALLEL_FROM_COORDS)
+def _step_kernel(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
+                 chunk, col, start, stop):
+    # blocks start … stop − 1 of `chunk` rows each, block t's new coordinates summed into
+    # col[t]: the blocks are the caller's (one a thread), so the sums do not depend on how
+    # the blocks are handed out
     n, d = Y.shape
-    col = np.zeros((max(1, n_threads), d))
-    chunk = (n + col.shape[0] - 1) // col.shape[0]
-    for t in numba.prange(col.shape[0]):
+    for t in range(start, stop):
+        for k in range(d):
+            col[t, k] = 0.0
         for i in range(t * chunk, min(n, (t + 1) * chunk)):
             norm2 = 0.0
             for k in range(d):
@@ -164,17 +163,38 @@ def _step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_no
                 update[i, k] *= shrink
                 Y[i, k] += update[i, k]
                 col[t, k] += Y[i, k]
-    mean = np.empty(d)
-    for k in range(d):
-        mean[k] = col[:, k].sum() / n
-    return mean
 
 
-@_step.small(below=STEP_IN_NUMPY_BELOW)
+def _step_compiled(Y, grad, update, gains, learning_rate, momentum, min_gain,
+                   max_step_norm, n_threads=1):
+    """One update in place: gains, momentum step, per-point step cap; returns the new mean.
+
+    Fused so that a step over 10⁶ points reads each array once instead of in ten numpy
+    passes. ``max_step_norm <= 0`` means no cap. The rows fall into ``n_threads`` blocks
+    whose sums make the mean, the blocks in order (so the mean's last bits follow the
+    thread count, not the run).
+    """
+    n, d = Y.shape
+    blocks = max(1, n_threads)
+    col = np.empty((blocks, d))
+    _step_kernel.run(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
+                     (n + blocks - 1) // blocks, col, items=blocks, work=Y.size)
+    return sum_in_order(col) / n
+
+
+def _step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
+          n_threads=1):
+    """:func:`_step_compiled`, in numpy below :data:`STEP_IN_NUMPY_BELOW` coordinates."""
+    step = _step_small if Y.size < STEP_IN_NUMPY_BELOW else _step_compiled
+    return step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
+                n_threads)
+
+
 @np.errstate(all="ignore")
 def _step_small(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
                 n_threads=1):
-    """``_step`` in numpy, its operations in the same order (the same numbers bit for bit)."""
+    """:func:`_step_compiled` in numpy, its operations in the same order (the same numbers
+    bit for bit)."""
     n = len(Y)
     g = np.where(update * grad < 0.0, gains + GAIN_GROWTH, gains * GAIN_DECAY)
     np.maximum(g, min_gain, out=gains)
@@ -272,7 +292,7 @@ def gradient_descent(
             mean = _step(Y, grad, state.update, state.gains, float(learning_rate),
                          float(momentum), float(min_gain),
                          -1.0 if max_step_norm is None else float(max_step_norm),
-                         numba.get_num_threads(), work=Y.size)
+                         numba.get_num_threads())
             # column by column: numpy broadcasts a (d,) row over (n, d) with an inner loop
             # of length d (1.2 ms at 250k points in 2-D, against ~0.3 ms)
             for k in range(Y.shape[1]):

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from ..._parallel import PRANGE_ONLY
+from ..._parallel import threaded
 from ...prior import PriorTerm
 from .exact import repulsion_exact_groups
 
@@ -106,38 +106,40 @@ def term_thetas(theta: float, shares: list[float]) -> list[float]:
     return out
 
 
-# Groups below this size are gathered and scattered by numpy: waking the thread pool
-# would cost more than the copy.
+# Groups below this size are gathered and scattered by numpy: handing parts to threads
+# would cost more than the copy. Above it the copies run in parts on ctsne's threads
+# (ctsne._parallel.Threaded: one serial build each, where numba's parallel builds cost
+# ~1.2 CPU-s more apiece in a new environment).
 PARALLEL_ABOVE = 1 << 15
 
 
 def _gather(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
     if len(idx) < PARALLEL_ABOVE or numba.get_num_threads() == 1:
         return Y[idx]
-    return _gather_parallel(Y, idx)
+    out = np.empty((len(idx), Y.shape[1]))
+    _gather_rows.run(Y, idx, out, items=len(idx), work=len(idx))
+    return out
 
 
 def _add_rows(F: np.ndarray, idx: np.ndarray, coef: float, Fg: np.ndarray) -> None:
     if len(idx) < PARALLEL_ABOVE or numba.get_num_threads() == 1:
         F[idx] += coef * Fg
     else:
-        _add_rows_parallel(F, idx, coef, Fg)
+        _add_rows_kernel.run(F, idx, coef, Fg, items=len(idx), work=len(idx))
 
 
-@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
-def _gather_parallel(Y, idx):
-    """``Y[idx]`` (numpy's fancy indexing is serial)."""
-    out = np.empty((idx.shape[0], Y.shape[1]))
-    for r in numba.prange(idx.shape[0]):
+@threaded(PARALLEL_ABOVE)
+def _gather_rows(Y, idx, out, start, stop):
+    # out[r] = Y[idx[r]] for rows start … stop − 1 (numpy's fancy indexing is serial)
+    for r in range(start, stop):
         for k in range(Y.shape[1]):
             out[r, k] = Y[idx[r], k]
-    return out
 
 
-@numba.njit(parallel=dict(PRANGE_ONLY), cache=True)
-def _add_rows_parallel(F, idx, coef, Fg):
-    """``F[idx] += coef·Fg`` for distinct ``idx``."""
-    for r in numba.prange(idx.shape[0]):
+@threaded(PARALLEL_ABOVE)
+def _add_rows_kernel(F, idx, coef, Fg, start, stop):
+    # F[idx] += coef·Fg for distinct idx, rows start … stop − 1: numpy's products and sums
+    for r in range(start, stop):
         for k in range(F.shape[1]):
             F[idx[r], k] += coef * Fg[r, k]
 
