@@ -187,7 +187,7 @@ def _nearest_cols(gram2, row_norm, col_norm, k, out, start, stop):
             for j in range(lo, hi):
                 v = (norm + col_norm[j]) - gram2[i, j]
                 c = j - lo
-                if v < best[c, k - 1]:  # insert_sorted, on a row of the stripe
+                if v < best[c, k - 1]:  # insert_sorted inline: no row view a candidate
                     pos = k - 1
                     while pos > 0 and best[c, pos - 1] > v:
                         best[c, pos] = best[c, pos - 1]
