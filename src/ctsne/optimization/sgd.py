@@ -35,7 +35,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from .._parallel import kernel
+from .._parallel import threaded
 from .negatives import NegativeSampler, draw
 
 __all__ = ["GRADIENT_CLIP", "REPULSION_EPS", "attraction_coefficient", "edge_keys",
@@ -46,9 +46,10 @@ __all__ = ["GRADIENT_CLIP", "REPULSION_EPS", "attraction_coefficient", "edge_key
 GRADIENT_CLIP = 4.0
 # Added to d² in the repulsion's denominator, as UMAP's layout does, for the same reason.
 REPULSION_EPS = 0.001
-# Edges from which an epoch runs on the thread pool: an epoch scans every edge (a few ns
-# each) and samples a share of them (~0.3 µs with 5 negatives), so 20,000 edges are a
-# few ms of serial work, well above the pool's wake-up.
+# Edges from which an epoch runs in parts on ctsne's threads (ctsne._parallel.Threaded,
+# one serial build: numba's parallel build cost ~1.5 CPU-s more in a new environment): an
+# epoch scans every edge (a few ns each) and samples a share of them (~0.3 µs with 5
+# negatives), so 20,000 edges are a few ms of serial work, well above a hand-off.
 PARALLEL_FROM_EDGES = 20_000
 
 # splitmix64 (Steele, Lea & Flood 2014): its increment and finaliser constants. Typed as
@@ -131,15 +132,16 @@ def repulsion_coefficient(d2, a, b, gamma, eps):
     return 2.0 * gamma * b / ((eps + d2) * (1.0 + a * _pow(d2, b)))
 
 
-@kernel(PARALLEL_FROM_EDGES)
+@threaded(PARALLEL_FROM_EDGES)
 def _epoch(Y, Y_tail, head, tail, eps_sample, next_sample, eps_negative, next_negative,
            epoch_end, lr, a, b, gamma, rep_eps, move_other, members, offsets, cdf,
-           sample_weight, source_row, epoch_key, keys, keyed):
-    """One epoch in place: every edge due by ``epoch_end`` is sampled once, with its
-    negatives. ``Y_tail`` is ``Y`` itself in a fit and the fixed reference in a transform;
-    edge ``e``'s draws are keyed by ``keys[e]`` if ``keyed``, else by ``e``."""
+           sample_weight, source_row, epoch_key, keys, keyed, start, stop):
+    # One epoch in place, edges start … stop − 1: every edge due by epoch_end is sampled
+    # once, with its negatives. Y_tail is Y itself in a fit and the fixed reference in a
+    # transform; edge e's draws are keyed by keys[e] if keyed, else by e. Parts on several
+    # threads update shared points without locks (hogwild, as UMAP's layout does).
     d = Y.shape[1]
-    for e in numba.prange(head.shape[0]):
+    for e in range(start, stop):
         if eps_sample[e] <= 0.0 or next_sample[e] > epoch_end:
             continue
         i = head[e]
@@ -391,10 +393,11 @@ def optimize_layout(
         lr = float(initial_lr) * (1.0 - t / n_epochs)
         # as np.uint64: a Python int above 2^63 would not pass as numba's int64
         epoch_key = np.uint64(_chain(np.uint64(key), t))
-        _epoch(Y, tail_map, head, tail, eps, next_sample, eps_negative, next_negative,
-               float(t + 1), lr, float(a), float(b), float(gamma), REPULSION_EPS,
-               bool(move_other), sampler.members, sampler.offsets, sampler.cdf,
-               sampler.sample_weight, rows, epoch_key, keys, keyed, work=head.size)
+        _epoch.run(Y, tail_map, head, tail, eps, next_sample, eps_negative, next_negative,
+                   float(t + 1), lr, float(a), float(b), float(gamma), REPULSION_EPS,
+                   bool(move_other), sampler.members, sampler.offsets, sampler.cdf,
+                   sampler.sample_weight, rows, epoch_key, keys, keyed, items=head.size,
+                   work=head.size)
         if callback is not None and ((t + 1) % every == 0 or t + 1 == n_epochs):
             if callback(t + 1, Y):
                 break

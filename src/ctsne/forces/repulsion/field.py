@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 import scipy.fft
 
-from ..._parallel import kernel
+from ..._parallel import threaded
 from . import _interp
 from .fft import grid_shape
 
@@ -44,7 +43,7 @@ BOXES_PER_UNIT = 0.8
 # start inside the map (at their neighbours' weighted mean) and stay near it.
 MARGIN = 2.0
 MARGIN_SHARE = 0.05
-# Query points from which the read runs on the thread pool.
+# Query points from which the read runs in parts on ctsne's threads.
 PARALLEL_FROM_QUERIES = 20_000
 
 
@@ -117,40 +116,36 @@ class ReferenceField:
         of ``Yq`` outside the grid (left unchanged, for the caller to evaluate)."""
         g = self.grid
         inside = np.empty(len(Yq), dtype=np.bool_)
-        _read(Yq, g.origin, g.inv_delta, g.n_nodes, g.inv_denom, self.pot, coef, F, Z, inside,
-              work=len(Yq))
+        _read.run(Yq, g.origin, g.inv_delta, g.n_nodes, g.inv_denom, self.pot, coef, F, Z,
+                  inside, items=len(Yq), work=len(Yq))
         return np.flatnonzero(~inside)
 
 
-@kernel(PARALLEL_FROM_QUERIES)
-def _read(Yq, origin, inv_delta, n_nodes, inv_denom, pot, coef, F, Z, inside):
+@threaded(PARALLEL_FROM_QUERIES)
+def _read(Yq, origin, inv_delta, n_nodes, inv_denom, pot, coef, F, Z, inside, start, stop):
+    # rows start … stop − 1 of Yq, each read from the grid on its own
     p = inv_denom.shape[0]
-    m = Yq.shape[0]
-    n_tasks = 64
-    for c in numba.prange(n_tasks):
-        wx = np.empty(p)
-        wy = np.empty(p)
-        for i in range(c * m // n_tasks, (c + 1) * m // n_tasks):
-            ok = True
-            for k in range(2):
-                x = (Yq[i, k] - origin[k]) * inv_delta[k]
-                first = math.floor(x - 0.5 * p + 1.0)
-                if not (first >= 0 and first <= n_nodes[k] - p):  # also catches NaN
-                    ok = False
-            inside[i] = ok
-            if not ok:
-                continue
-            ix = _interp.locate(Yq[i, 0], origin[0], inv_delta[0], n_nodes[0] - p, inv_denom,
-                                wx)
-            iy = _interp.locate(Yq[i, 1], origin[1], inv_delta[1], n_nodes[1] - p, inv_denom,
-                                wy)
-            z = fx = fy = 0.0
-            for a in range(p):
-                for b in range(p):
-                    w = wx[a] * wy[b]
-                    z += w * pot[ix + a, iy + b, 0]
-                    fx += w * pot[ix + a, iy + b, 1]
-                    fy += w * pot[ix + a, iy + b, 2]
-            Z[i] += coef * z
-            F[i, 0] += coef * fx
-            F[i, 1] += coef * fy
+    wx = np.empty(p)
+    wy = np.empty(p)
+    for i in range(start, stop):
+        ok = True
+        for k in range(2):
+            x = (Yq[i, k] - origin[k]) * inv_delta[k]
+            first = math.floor(x - 0.5 * p + 1.0)
+            if not (first >= 0 and first <= n_nodes[k] - p):  # also catches NaN
+                ok = False
+        inside[i] = ok
+        if not ok:
+            continue
+        ix = _interp.locate(Yq[i, 0], origin[0], inv_delta[0], n_nodes[0] - p, inv_denom, wx)
+        iy = _interp.locate(Yq[i, 1], origin[1], inv_delta[1], n_nodes[1] - p, inv_denom, wy)
+        z = fx = fy = 0.0
+        for a in range(p):
+            for b in range(p):
+                w = wx[a] * wy[b]
+                z += w * pot[ix + a, iy + b, 0]
+                fx += w * pot[ix + a, iy + b, 1]
+                fy += w * pot[ix + a, iy + b, 2]
+        Z[i] += coef * z
+        F[i, 0] += coef * fx
+        F[i, 1] += coef * fy

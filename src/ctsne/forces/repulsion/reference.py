@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._parallel import kernel
+from ..._parallel import threaded
 from ...prior import weight_terms
 
 __all__ = ["ReferenceRepulsion", "ReferenceTree"]
@@ -33,12 +33,10 @@ __all__ = ["ReferenceRepulsion", "ReferenceTree"]
 _LEAF_SIZE = 16
 # The tree's depth is at most log2(n) + 1 and the walk keeps two entries per level.
 _STACK = 130
-# Query points from which the walk runs on the thread pool: below, waking the pool costs
-# more than it saves, and much more on a machine busy with other work.
+# Query points from which the walk runs in parts on ctsne's threads (equal numbers of
+# points, as numba's static schedule split them; one serial build): below, a hand-off
+# costs more than it saves, and much more on a machine busy with other work.
 PARALLEL_FROM_QUERIES = 1000
-# Tasks per thread of a parallel walk: the cost of a point varies with the density around
-# it, and more, smaller tasks even out the threads' shares.
-TASKS_PER_THREAD = 8
 # Most memory for the fields of one map's terms (2-D): at 100,000 points a field takes
 # ~25 MB and costs ~0.15 s to build, where walking a class's tree costs ~6 µs per point
 # and iteration (θ = 0.5); past this budget (priors with hundreds of classes) the class
@@ -134,16 +132,14 @@ def _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, 
         F[i, k] += coef * f[k]
 
 
-@kernel(PARALLEL_FROM_QUERIES)
-def _query(Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, n_tasks):
-    """:func:`_query_point` for every row of ``Yq``, in ``n_tasks`` contiguous runs."""
-    m, d = Yq.shape
-    for c in numba.prange(n_tasks):
-        stack = np.empty(_STACK, dtype=np.int64)
-        f = np.empty(d)
-        for i in range(c * m // n_tasks, (c + 1) * m // n_tasks):
-            _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z,
-                         stack, f)
+@threaded(PARALLEL_FROM_QUERIES)
+def _query(Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, first, last):
+    # _query_point for rows first … last − 1 of Yq (each point's sums are its own: the
+    # same for any split)
+    stack = np.empty(_STACK, dtype=np.int64)
+    f = np.empty(Yq.shape[1])
+    for i in range(first, last):
+        _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, stack, f)
 
 
 class ReferenceTree:
@@ -176,9 +172,8 @@ class ReferenceTree:
         Z : ndarray (m,)
             Accumulated in place.
         """
-        _query(Yq, self.Ys, self.start, self.stop, self.child, self.com, self.diam2,
-               float(theta) ** 2, float(coef), F, Z,
-               TASKS_PER_THREAD * numba.get_num_threads(), work=len(Yq))
+        _query.run(Yq, self.Ys, self.start, self.stop, self.child, self.com, self.diam2,
+                   float(theta) ** 2, float(coef), F, Z, items=len(Yq), work=len(Yq))
 
 
 class ReferenceRepulsion:
