@@ -274,46 +274,14 @@ def test_repulsion_is_the_same_on_any_number_of_threads():
             assert Z == Z1
 
 
-def test_morton_passes_and_class_copies_in_parts_give_numpys_results():
-    # Barnes-Hut's Z-order passes and the conditional repulsion's row copies, each body run
-    # in three parts (as three threads would), against numpy and a hand-made key
-    from ctsne.forces.repulsion import _zorder, conditional
+def test_class_copies_in_parts_give_numpys_results():
+    # the conditional repulsion's row copies, each body run in three parts (as three
+    # threads would), against numpy
+    from ctsne.forces.repulsion import conditional
 
     rng = np.random.default_rng(5)
     n = 3001
     Y = rng.normal(scale=4.0, size=(n, 2))
-    lo, hi = np.empty((_zorder.BOX_RUNS, 2)), np.empty((_zorder.BOX_RUNS, 2))
-    bad = np.zeros(_zorder.BOX_RUNS, dtype=bool)
-    _zorder._box_runs(Y, lo, hi, bad, bounds=[0, 3, 5, _zorder.BOX_RUNS])
-    np.testing.assert_array_equal(lo.min(axis=0), Y.min(axis=0))
-    np.testing.assert_array_equal(hi.max(axis=0), Y.max(axis=0))
-    assert not bad.any()
-    box = _zorder.bounding_box(Y, work=1e9)
-    np.testing.assert_array_equal(box[0], Y.min(axis=0))
-    np.testing.assert_array_equal(box[1], Y.max(axis=0))
-    Y_bad = Y.copy()
-    Y_bad[2000, 1] = np.inf
-    assert np.isnan(_zorder.bounding_box(Y_bad, work=1e9)[0]).all()
-
-    levels, origin = 5, Y.min(axis=0)
-    scale = 2**levels / float(np.max(Y.max(axis=0) - origin))
-    keys = np.zeros(n, dtype=np.int64)
-    _zorder._keys(Y, origin, scale, levels, keys, bounds=[0, 1000, 1001, n])
-    for i in (0, 17, 1000, n - 1):  # bit b of axis k at bit 2b + k
-        q = [min(max(int((Y[i, k] - origin[k]) * scale), 0), 2**levels - 1) for k in (0, 1)]
-        want = sum(((q[k] >> b) & 1) << (2 * b + k) for b in range(levels) for k in (0, 1))
-        assert keys[i] == want
-    np.testing.assert_array_equal(_zorder.morton_keys(Y, origin, scale, levels, work=1e9),
-                                  keys)
-
-    order = rng.permutation(n)
-    Y3 = np.zeros((n, 3))
-    _zorder._sorted_rows(Y, order, Y3, bounds=[0, 7, 2000, n])
-    np.testing.assert_array_equal(Y3, np.column_stack([Y[order], np.zeros(n)]))
-    back = np.empty((n, 2))
-    _zorder._unsorted_rows(Y3, order, back, bounds=[0, 7, 2000, n])
-    np.testing.assert_array_equal(back, Y)
-
     idx = rng.choice(n, 2500, replace=False)
     out = np.empty((len(idx), 2))
     conditional._gather_rows(Y, idx, out, bounds=[0, 1, 1200, len(idx)])

@@ -6,14 +6,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._parallel import threaded
+from ..._parallel import kernel
 
 __all__ = ["bounding_box", "key_order", "morton_keys", "sort_points", "unsort"]
 
-# Points from which these passes run in parts on ctsne's threads (ctsne._parallel.Threaded:
-# one serial build each, where a prange kernel also compiled numba's parallel build,
-# ~1.2 CPU-s more apiece in a new environment): each costs ~10 ns a point, so they pay
-# from far more points than the traversal.
+# Points from which these passes run on the thread pool: each costs ~10 ns a point, so
+# they pay from far more points than the traversal.
 PARALLEL_FROM = 50_000
 # Runs of the bounding-box pass: tasks for a few threads. Minima and maxima do not depend
 # on how the points are split, so the box is the same for any number of runs.
@@ -22,12 +20,14 @@ BOX_RUNS = 8
 RADIX_BITS = 11
 
 
-@threaded(PARALLEL_FROM)
-def _box_runs(Y, lo, hi, bad, start, stop):
-    # runs start … stop − 1 of BOX_RUNS: each run's minima, maxima and whether it holds a
-    # value that is not finite
+@kernel(PARALLEL_FROM)
+def bounding_box(Y):
+    """Per-axis minimum and maximum; NaN if any value is not finite."""
     n, d = Y.shape
-    for c in range(start, stop):
+    lo = np.empty((BOX_RUNS, d))
+    hi = np.empty((BOX_RUNS, d))
+    bad = np.zeros(BOX_RUNS, dtype=np.bool_)
+    for c in numba.prange(BOX_RUNS):
         for k in range(d):
             lo[c, k] = np.inf
             hi[c, k] = -np.inf
@@ -38,15 +38,11 @@ def _box_runs(Y, lo, hi, bad, start, stop):
                     bad[c] = True
                 lo[c, k] = min(lo[c, k], v)
                 hi[c, k] = max(hi[c, k], v)
-
-
-def bounding_box(Y: np.ndarray, work: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-axis minimum and maximum; NaN if any value is not finite."""
-    d = Y.shape[1]
-    lo, hi = np.empty((BOX_RUNS, d)), np.empty((BOX_RUNS, d))
-    bad = np.zeros(BOX_RUNS, dtype=np.bool_)
-    _box_runs.run(Y, lo, hi, bad, items=BOX_RUNS, work=work)
-    out_lo, out_hi = lo.min(axis=0), hi.max(axis=0)  # an (8, d) table: exact either way
+    out_lo = np.empty(d)
+    out_hi = np.empty(d)
+    for k in range(d):
+        out_lo[k] = lo[:, k].min()
+        out_hi[k] = hi[:, k].max()
     if bad.any():
         out_lo[:] = np.nan
     return out_lo, out_hi
@@ -70,25 +66,19 @@ def _spread(q, d):
     return q
 
 
-@threaded(PARALLEL_FROM)
-def _keys(Y, origin, scale, levels, keys, start, stop):
-    # points start … stop − 1
-    d = Y.shape[1]
+@kernel(PARALLEL_FROM)
+def morton_keys(Y, origin, scale, levels):
+    """Each point's cell on the 2^levels grid from ``origin`` (``scale`` cells a unit),
+    its coordinates' bits interleaved."""
+    n, d = Y.shape
     top = (1 << levels) - 1
-    for i in range(start, stop):
+    keys = np.zeros(n, dtype=np.int64)
+    for i in numba.prange(n):
         key = 0
         for k in range(d):
             q = int((Y[i, k] - origin[k]) * scale)
             key |= _spread(min(max(q, 0), top), d) << k
         keys[i] = key
-
-
-def morton_keys(Y: np.ndarray, origin: np.ndarray, scale: float, levels: int,
-                work: float) -> np.ndarray:
-    """Each point's cell on the 2^levels grid from ``origin`` (``scale`` cells a unit),
-    its coordinates' bits interleaved."""
-    keys = np.zeros(len(Y), dtype=np.int64)
-    _keys.run(Y, origin, scale, levels, keys, items=len(Y), work=work)
     return keys
 
 
@@ -129,30 +119,23 @@ def key_order(keys, bits):
     return src_o, src_k
 
 
-@threaded(PARALLEL_FROM)
-def _sorted_rows(Y, order, Y3, start, stop):
-    for i in range(start, stop):
-        j = order[i]
-        for k in range(Y.shape[1]):
-            Y3[i, k] = Y[j, k]
-
-
-def sort_points(Y: np.ndarray, order: np.ndarray, work: float) -> np.ndarray:
+@kernel(PARALLEL_FROM)
+def sort_points(Y, order):
     """The points in key order, padded to three columns."""
-    Y3 = np.zeros((len(Y), 3))
-    _sorted_rows.run(Y, order, Y3, items=len(order), work=work)
+    n, d = Y.shape
+    Y3 = np.zeros((n, 3))
+    for i in numba.prange(n):
+        j = order[i]
+        for k in range(d):
+            Y3[i, k] = Y[j, k]
     return Y3
 
 
-@threaded(PARALLEL_FROM)
-def _unsorted_rows(F3, order, F, start, stop):
-    for i in range(start, stop):
-        for k in range(F.shape[1]):
-            F[order[i], k] = F3[i, k]
-
-
-def unsort(F3: np.ndarray, order: np.ndarray, d: int, work: float) -> np.ndarray:
+@kernel(PARALLEL_FROM)
+def unsort(F3, order, d):
     """The first d columns of rows in key order, back in the points' order."""
     F = np.empty((F3.shape[0], d))
-    _unsorted_rows.run(F3, order, F, items=len(order), work=work)
+    for i in numba.prange(order.shape[0]):
+        for k in range(d):
+            F[order[i], k] = F3[i, k]
     return F
