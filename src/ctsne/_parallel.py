@@ -15,12 +15,11 @@ made a fit 7–9× slower than on one thread. Two measures:
   region of each ``np.zeros`` or ``.sum()``), and a serial one, used on one thread and
   below a kernel's measured work threshold, where waking the pool costs more than it saves.
 
-Most kernels (those of an iteration and its step, Barnes-Hut's Z-order passes, the
-neighbour searches and scans, the counterpart trust's scans, the calibration, the
-symmetrisation, the prior-mixing sums, the FFT grid passes, the attraction's copies of P
-and of the map, UMAP's SGD epoch, the transform's tree walk and field read) are instead
-one serial body over a range of
-items, compiled once and released from the GIL, whose parts run side by side on the
+Most kernels (those of an iteration and its step, the neighbour searches and scans, the
+counterpart trust's scans, the calibration, the symmetrisation, the prior-mixing sums,
+the FFT grid passes, the attraction's copies of P and of the map, UMAP's SGD epoch, the
+transform's tree walk and field read) are instead one serial body over a range of items,
+compiled once and released from the GIL, whose parts run side by side on the
 calling thread and ctsne's own workers (:class:`Threaded`). numba's parallel pipeline cost
 ~1.2 CPU-s more to compile than a serial build for a small kernel and several times more
 for a large one, on top of the serial twin, in every new environment: half of a first
