@@ -213,13 +213,13 @@ def test_row_order_and_units_do_not_matter(blobs):
         assert abs(fuzzy_graph(idx, dist * scale, 15) - G1).max() < 1e-8
 
 
-def test_parallel_and_serial_kernels_agree(blobs):
+def test_kernel_in_parts_agrees_with_one_part(blobs):
     _, dist, _, _ = exact_lists(blobs, 15)
     out = []
-    for variant in (fuzzy._smooth_kernel.serial, fuzzy._smooth_kernel.parallel):
+    for bounds in ([0, N], [0, N // 3, N // 2, N]):  # one part, and three as threads
         sigmas, rhos = np.empty(N), np.empty(N)
-        variant(dist, np.log2(15), 1.0, float(dist.mean()), fuzzy.SMOOTH_TOL,
-                fuzzy.SMOOTH_MAX_ITER, sigmas, rhos)
+        fuzzy._smooth_kernel(dist, np.log2(15), 1.0, float(dist.mean()), fuzzy.SMOOTH_TOL,
+                             fuzzy.SMOOTH_MAX_ITER, sigmas, rhos, bounds=bounds)
         out.append((sigmas, rhos))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])

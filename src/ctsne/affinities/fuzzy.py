@@ -20,7 +20,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import kernel, sum_in_order
+from .._parallel import sum_in_order, threaded
 from .calibration import PARALLEL_FROM_ENTRIES  # the bisection costs what calibration's does
 
 __all__ = ["MIN_SIGMA_SCALE", "SMOOTH_MAX_ITER", "SMOOTH_TOL", "fuzzy_graph", "fuzzy_union",
@@ -129,10 +129,12 @@ def smooth_row(dist, target, local_connectivity, global_mean, tol, max_iter):
     return sigma, rho
 
 
-@kernel(PARALLEL_FROM_ENTRIES)
+@threaded(PARALLEL_FROM_ENTRIES)
 def _smooth_kernel(dist, target, local_connectivity, global_mean, tol, max_iter,
-                   sigmas, rhos):
-    for i in numba.prange(dist.shape[0]):
+                   sigmas, rhos, start, stop):
+    # rows start … stop − 1, each bisected on its own (one serial build run in parts on
+    # ctsne's threads; its prange form also compiled numba's parallel build)
+    for i in range(start, stop):
         sigmas[i], rhos[i] = smooth_row(dist[i], target, local_connectivity, global_mean,
                                         tol, max_iter)
 
@@ -234,8 +236,9 @@ def smooth_knn(dist: np.ndarray, n_neighbors: int,
     global_mean = float(dist[finite].sum() / (finite.sum() + dist.shape[0])) if dist.size else 0.0
     n = dist.shape[0]
     sigmas, rhos = np.empty(n), np.empty(n)
-    _smooth_kernel(dist, float(np.log2(n_neighbors)), float(local_connectivity), global_mean,
-                   SMOOTH_TOL, SMOOTH_MAX_ITER, sigmas, rhos, work=dist.size)
+    _smooth_kernel.run(dist, float(np.log2(n_neighbors)), float(local_connectivity),
+                       global_mean, SMOOTH_TOL, SMOOTH_MAX_ITER, sigmas, rhos, items=n,
+                       work=dist.size)
     return sigmas, rhos
 
 
