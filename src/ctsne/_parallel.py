@@ -17,10 +17,10 @@ made a fit 7–9× slower than on one thread. Two measures:
 
 Most kernels (those of an iteration and its step, the neighbour searches and scans, the
 counterpart trust's scans, the calibration, the symmetrisation, the prior-mixing sums,
-the FFT grid passes, the attraction's copies of P and of the map, UMAP's SGD epoch, the
-transform's tree walk and field read) are instead one serial body over a range of items,
-compiled once and released from the GIL, whose parts run side by side on the
-calling thread and ctsne's own workers (:class:`Threaded`). numba's parallel pipeline cost
+the FFT grid passes, the attraction's copies of P and of the map, UMAP's SGD epoch and
+bandwidths, the transform's tree walk and field read) are instead one serial body over a
+range of items, compiled once and released from the GIL, whose parts run side by side on
+the calling thread and ctsne's own workers (:class:`Threaded`). numba's parallel pipeline cost
 ~1.2 CPU-s more to compile than a serial build for a small kernel and several times more
 for a large one, on top of the serial twin, in every new environment: half of a first
 1,000-point fit's compile, and half of a 20,000-point one's. The parts are fixed by the
