@@ -155,25 +155,29 @@ def test_scans_match_the_kernels(nq, m, p, k):
         got.append((idx, dist))
     np.testing.assert_array_equal(got[0][0], got[1][0])
     np.testing.assert_array_equal(got[0][1], got[1][1])
-    # the counterpart trust's scans of one product, by rows and by columns: the kernels in
-    # parts, their numpy twins, and a stable sort of the distances (ties in index order)
-    gram2 = 2.0 * Q @ Y.T
+    # the counterpart trust's and pooled lists' scans of one product, by rows (columns
+    # own_lo[i]:own_hi[i] left out) and by columns: the kernels in parts, their numpy
+    # twins, and a stable sort of the distances (ties in index order)
+    gram = Q @ Y.T
     rn, cn = np.einsum("ij,ij->i", Q, Q), np.einsum("ij,ij->i", Y, Y)
     d2 = brute.gram_squared_distances(Q, Y)
-    np.testing.assert_array_equal((rn[:, None] + cn[None, :]) - gram2, d2)
-    for skip_from in (-1, 0):  # 0: row i leaves out column i
+    np.testing.assert_array_equal((rn[:, None] + cn[None, :]) - 2.0 * gram, d2)
+    rows = np.arange(nq)
+    for own_lo, own_hi in ((np.full(nq, m), np.full(nq, m)),  # nothing left out
+                           (rows, rows + 1),  # row i's own point, column i
+                           (np.minimum(rows // 2, m), np.minimum(rows // 2 + 3, m))):
         table = d2.copy()
-        if skip_from == 0:
-            own = np.arange(min(nq, m))
-            table[own, own] = np.inf
+        cols = np.arange(m)
+        table[(cols >= own_lo[:, None]) & (cols < own_hi[:, None])] = np.inf
         a, b = np.empty((nq, k), dtype=np.int64), np.empty((nq, k), dtype=np.int64)
-        cross_share._nearest_rows(gram2, rn, cn, k, skip_from, a, bounds=[0, nq // 3, nq])
-        cross_share._nearest_rows.numpy(gram2, rn, cn, k, skip_from, b)
+        cross_share._smallest_apart(gram, rn, cn, own_lo, own_hi, k, a,
+                                    bounds=[0, nq // 3, nq])
+        cross_share._smallest_apart.numpy(gram, rn, cn, own_lo, own_hi, k, b)
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, _stable_smallest(table, k))
     a, b = np.empty((m, k), dtype=np.int64), np.empty((m, k), dtype=np.int64)
-    cross_share._nearest_cols(gram2, rn, cn, k, a, bounds=[0, m // 3, m])
-    cross_share._nearest_cols.numpy(gram2, rn, cn, k, b)
+    cross_share._nearest_cols(gram, rn, cn, k, a, bounds=[0, m // 3, m])
+    cross_share._nearest_cols.numpy(gram, rn, cn, k, b)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, _stable_smallest(d2.T, k))
 

@@ -107,112 +107,22 @@ MIN_SHARE = 0.05
 
 
 @threaded(PARALLEL_FROM_ENTRIES)
-def _nearest_rows(gram2, row_norm, col_norm, k, skip_from, out, start, stop):
-    # each row's k smallest squared distances (row_norm[i] + col_norm[j]) − gram2[i, j]
-    # (gram2 = 2A·Bᵀ: gram_squared_distances' expression, read once from the product
-    # instead of writing and reading three temporaries) by a sorted insertion: most
-    # entries fail the first test, which is why this beats np.argpartition. Equal values
-    # stay in column order, so duplicated points are paired the same way on every
-    # machine; with skip_from ≥ 0 column skip_from + i (row i's own point) is left out.
-    # Plain loops only: array expressions would pull numba's broadcasting into the compile
-    # (seconds, on a first run). Rows start … stop − 1, each into one buffer of the part's:
-    # an array or a row view made per row costs two threads atomic reference counts on
-    # shared memory (0.062 against 0.053 s for 6,000 rows of 6,000 on 2 threads).
-    # (An upper bound of the k-th value from block minima, to insert fewer entries, was
-    # no faster: 3.7 against 3.8 ms for 1,000 × 1,000 on one thread.)
-    m = gram2.shape[1]
-    best = np.empty(k)
-    row = np.empty(k, dtype=out.dtype)
-    for i in range(start, stop):
-        for a in range(k):
-            best[a] = np.inf
-            row[a] = 0
-        norm = row_norm[i]
-        skip = skip_from + i if skip_from >= 0 else -1
-        for j in range(m):
-            v = (norm + col_norm[j]) - gram2[i, j]
-            if v < best[k - 1] and j != skip:
-                insert_sorted(best, row, v, j)
-        for a in range(k):
-            out[i, a] = row[a]
-
-
-def _distances_small(gram2, row_norm, col_norm, skip_from):
-    # the kernels' distances in numpy, the same expression (the same bits)
-    d2 = (row_norm[:, None] + col_norm[None, :]) - gram2
-    if skip_from >= 0:
-        rows = np.arange(min(len(d2), d2.shape[1] - skip_from))
-        d2[rows, skip_from + rows] = np.inf
-    return d2
-
-
-def _smallest_small(d2, k, out):
-    # _nearest_rows' lists from a distance table: ties in column order, nothing not below
-    # inf (a left-out point), whose places keep column 0 as the kernel's do
-    kk = min(k, d2.shape[1])
-    out[:] = 0
-    cols, vals = smallest_in_rows(d2, kk)
-    out[:, :kk] = np.where(vals < np.inf, cols, 0)
-
-
-@_nearest_rows.small
-def _nearest_rows_small(gram2, row_norm, col_norm, k, skip_from, out):
-    _smallest_small(_distances_small(gram2, row_norm, col_norm, skip_from), k, out)
-
-
-# Columns a part of _nearest_cols keeps lists for at once (their buffers 40 KB, for k = 10):
-# each row of the product is then read 256 entries at a time. 1,000 × 1,000 on 2 threads:
-# 3.8 ms with 64 columns, 2.6-2.9 ms with 128-512; a transposed copy and _nearest_rows
-# 3.9-4.5 ms (2026-11-29).
-_STRIPE = 256
-
-
-@threaded(PARALLEL_FROM_ENTRIES)
-def _nearest_cols(gram2, row_norm, col_norm, k, out, start, stop):
-    # _nearest_rows of the transposed distances without a transposed copy: each column
-    # j's k nearest rows, columns start … stop − 1, a stripe at a time. Each column's
-    # candidates arrive in row order, as a scan of its row of the transpose meets them,
-    # so ties keep the same order.
-    n = gram2.shape[0]
-    best = np.empty((_STRIPE, k))
-    rows = np.empty((_STRIPE, k), dtype=out.dtype)
-    for lo in range(start, stop, _STRIPE):
-        hi = min(stop, lo + _STRIPE)
-        for c in range(hi - lo):
-            for a in range(k):
-                best[c, a] = np.inf
-                rows[c, a] = 0
-        for i in range(n):
-            norm = row_norm[i]
-            for j in range(lo, hi):
-                v = (norm + col_norm[j]) - gram2[i, j]
-                c = j - lo
-                if v < best[c, k - 1]:  # insert_sorted inline: no row view a candidate
-                    pos = k - 1
-                    while pos > 0 and best[c, pos - 1] > v:
-                        best[c, pos] = best[c, pos - 1]
-                        rows[c, pos] = rows[c, pos - 1]
-                        pos -= 1
-                    best[c, pos] = v
-                    rows[c, pos] = i
-        for c in range(hi - lo):
-            for a in range(k):
-                out[lo + c, a] = rows[c, a]
-
-
-@_nearest_cols.small
-def _nearest_cols_small(gram2, row_norm, col_norm, k, out):
-    _smallest_small(_distances_small(gram2, row_norm, col_norm, -1).T, k, out)
-
-
-@threaded(PARALLEL_FROM_ENTRIES)
 def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out, start, stop):
-    # _nearest_rows' lists of the squared distances (row_norm[i] + col_norm[j]) − 2·gram[i, j], the
-    # expression of gram_squared_distances, over the columns outside own_lo[i]:own_hi[i] (the
-    # row's own class, whose points are consecutive): read once from the Gram matrix
-    # instead of writing and reading three full temporaries
+    # Each row's k smallest squared distances (row_norm[i] + col_norm[j]) − 2·gram[i, j]
+    # (gram_squared_distances' expression, the same bits, read once from the product A·Bᵀ
+    # instead of writing and reading three temporaries) over the columns outside
+    # own_lo[i]:own_hi[i] (the row's own class in the pooled lists, the row's own point in
+    # the trust's own-class lists, nothing where both are the column count), rows
+    # start … stop − 1. A sorted insertion: most entries fail the first test, which is
+    # why this beats np.argpartition. Equal values stay in column order, so duplicated
+    # points are paired the same way on every machine. Plain loops only: array
+    # expressions would pull numba's broadcasting into the compile (seconds, on a first
+    # run). One buffer a part: an array or a row view made per row costs two threads
+    # atomic reference counts on shared memory (0.062 against 0.053 s for 6,000 rows of
+    # 6,000 on 2 threads). (An upper bound of the k-th value from block minima, to insert
+    # fewer entries, was no faster: 3.7 against 3.8 ms for 1,000 × 1,000 on one thread.)
     m = gram.shape[1]
-    best = np.empty(k)  # one buffer a part, as in _nearest_rows
+    best = np.empty(k)
     row = np.empty(k, dtype=out.dtype)
     for i in numba.prange(start, stop):
         for a in range(k):
@@ -231,58 +141,111 @@ def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out, start, sto
             out[i, a] = row[a]
 
 
+def _distances_small(gram, row_norm, col_norm):
+    # the kernels' distances in numpy, the same expression (the same bits)
+    return (row_norm[:, None] + col_norm[None, :]) - 2.0 * gram
+
+
+def _smallest_small(d2, k, out):
+    # the kernels' lists from a distance table: ties in column order, nothing not below
+    # inf (a left-out point), whose places keep column 0 as the kernels' do
+    kk = min(k, d2.shape[1])
+    out[:] = 0
+    cols, vals = smallest_in_rows(d2, kk)
+    out[:, :kk] = np.where(vals < np.inf, cols, 0)
+
+
+@_smallest_apart.small
+def _smallest_apart_small(gram, row_norm, col_norm, own_lo, own_hi, k, out):
+    d2 = _distances_small(gram, row_norm, col_norm)
+    cols = np.arange(d2.shape[1])
+    d2[(cols >= own_lo[:, None]) & (cols < own_hi[:, None])] = np.inf
+    _smallest_small(d2, k, out)
+
+
+# Columns a part of _nearest_cols keeps lists for at once (their buffers 40 KB, for k = 10):
+# each row of the product is then read 256 entries at a time. 1,000 × 1,000 on 2 threads:
+# 3.8 ms with 64 columns, 2.6-2.9 ms with 128-512; a transposed copy and a row scan
+# 3.9-4.5 ms (2026-11-29).
+_STRIPE = 256
+
+
+@threaded(PARALLEL_FROM_ENTRIES)
+def _nearest_cols(gram, row_norm, col_norm, k, out, start, stop):
+    # _smallest_apart of the transposed distances (no columns left out) without a
+    # transposed copy: each column j's k nearest rows, columns start … stop − 1, a stripe
+    # at a time. Each column's candidates arrive in row order, as a scan of its row of the
+    # transpose meets them, so ties keep the same order.
+    n = gram.shape[0]
+    best = np.empty((_STRIPE, k))
+    rows = np.empty((_STRIPE, k), dtype=out.dtype)
+    for lo in range(start, stop, _STRIPE):
+        hi = min(stop, lo + _STRIPE)
+        for c in range(hi - lo):
+            for a in range(k):
+                best[c, a] = np.inf
+                rows[c, a] = 0
+        for i in range(n):
+            norm = row_norm[i]
+            for j in range(lo, hi):
+                v = (norm + col_norm[j]) - 2.0 * gram[i, j]
+                c = j - lo
+                if v < best[c, k - 1]:  # insert_sorted inline: no row view a candidate
+                    pos = k - 1
+                    while pos > 0 and best[c, pos - 1] > v:
+                        best[c, pos] = best[c, pos - 1]
+                        rows[c, pos] = rows[c, pos - 1]
+                        pos -= 1
+                    best[c, pos] = v
+                    rows[c, pos] = i
+        for c in range(hi - lo):
+            for a in range(k):
+                out[lo + c, a] = rows[c, a]
+
+
+@_nearest_cols.small
+def _nearest_cols_small(gram, row_norm, col_norm, k, out):
+    _smallest_small(_distances_small(gram, row_norm, col_norm).T, k, out)
+
+
 def _norms(A: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", A, A)  # as gram_squared_distances sums them
 
 
-def _doubled_product(A: np.ndarray, B: np.ndarray, spare: list) -> np.ndarray:
-    # 2A·Bᵀ, gram_squared_distances' product (the same bits), in the memory of spare[0],
-    # grown as needed and reused by the next call: fresh memory is first touched page by
-    # page (10 products of 8 MB a trust)
-    size = len(A) * len(B)
-    if spare[0].size < size:
-        spare[0] = np.empty(size)
-    out = spare[0][:size].reshape(len(A), len(B))
-    np.matmul(2.0 * A, B.T, out=out)
-    return out
-
-
-def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool,
-              spare: list | None = None) -> np.ndarray:
+def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
     """Indices (into B) of each row of A's k nearest rows of B (Euclidean, exact, ties in
     index order); with ``same`` A is B and a row is not its own neighbour. Rows in chunks
-    of :data:`_ROWS` (memory O(chunk · len(B))), their products in ``spare``
-    (:func:`_doubled_product`)."""
+    of :data:`_ROWS` (memory O(chunk · len(B)))."""
     k = min(k, B.shape[0] - (1 if same else 0))
     if k <= 0:
         return np.empty((len(A), 0), dtype=np.int64)
-    spare = [np.empty(0)] if spare is None else spare
     out = np.empty((len(A), k), dtype=np.int64)
     col_norm = _norms(B)
     for start in range(0, len(A), _ROWS):
         chunk = A[start:start + _ROWS]
-        gram2 = _doubled_product(chunk, B, spare)
-        _nearest_rows.run(gram2, _norms(chunk), col_norm, k, start if same else -1,
-                          out[start:start + len(chunk)], items=len(chunk), work=gram2.size)
+        gram = chunk @ B.T
+        # the columns left out: each row's own point, or none
+        own = start + np.arange(len(chunk)) if same else np.full(len(chunk), len(B))
+        _smallest_apart.run(gram, _norms(chunk), col_norm, own, own + 1 if same else own, k,
+                            out[start:start + len(chunk)], items=len(chunk), work=gram.size)
     return out
 
 
-def _knn_both(A: np.ndarray, B: np.ndarray, k: int,
-              spare: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _knn_both(A: np.ndarray, B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_knn_sets` from A to B and from B to A, from one product."""
-    spare = [np.empty(0)] if spare is None else spare
     if len(A) * len(B) > _ROWS * POOLED_SAMPLE:  # larger than a chunk: twice, in chunks
-        return _knn_sets(A, B, k, False, spare), _knn_sets(B, A, k, False, spare)
-    gram2 = _doubled_product(A, B, spare)
+        return _knn_sets(A, B, k, False), _knn_sets(B, A, k, False)
+    gram = A @ B.T
     row_norm, col_norm = _norms(A), _norms(B)
     ab = np.empty((len(A), min(k, len(B))), dtype=np.int64)
     ba = np.empty((len(B), min(k, len(A))), dtype=np.int64)
     if ab.shape[1]:
-        _nearest_rows.run(gram2, row_norm, col_norm, ab.shape[1], -1, ab, items=len(A),
-                          work=gram2.size)
+        none = np.full(len(A), len(B))
+        _smallest_apart.run(gram, row_norm, col_norm, none, none, ab.shape[1], ab,
+                            items=len(A), work=gram.size)
     if ba.shape[1]:
-        _nearest_cols.run(gram2, row_norm, col_norm, ba.shape[1], ba, items=len(B),
-                          work=gram2.size)
+        _nearest_cols.run(gram, row_norm, col_norm, ba.shape[1], ba, items=len(B),
+                          work=gram.size)
     return ab, ba
 
 
@@ -335,15 +298,14 @@ def _mutual_shares(parts: list, k: int) -> tuple[np.ndarray, np.ndarray]:
     neighbours (``parts``: each class's centred sample), as :func:`counterpart_trust`
     defines them."""
     L = len(parts)
-    spare = [np.empty(0)]  # one product's memory for all (_doubled_product)
-    own_sets = [_knn_sets(Z, Z, k, True, spare) if len(Z) > 1 else None for Z in parts]
+    own_sets = [_knn_sets(Z, Z, k, True) if len(Z) > 1 else None for Z in parts]
     own = np.array([np.nan if s is None else _mutual_fraction(s, s) for s in own_sets])
     cross = np.full(L, np.nan)
     if L - 1 <= PER_CLASS_UP_TO:
         pair = np.full((L, L), np.nan)
         for a in range(L):
             for b in range(a + 1, L):
-                ab, ba = _knn_both(parts[a], parts[b], k, spare)
+                ab, ba = _knn_both(parts[a], parts[b], k)
                 pair[a, b] = _mutual_fraction(ab, ba)
                 pair[b, a] = _mutual_fraction(ba, ab)
         cross = np.nanmean(np.where(np.eye(L, dtype=bool), np.nan, pair), axis=1)
