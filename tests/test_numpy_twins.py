@@ -175,11 +175,18 @@ def test_scans_match_the_kernels(nq, m, p, k):
         cross_share._smallest_apart.numpy(gram, rn, cn, own_lo, own_hi, k, b)
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, _stable_smallest(table, k))
-    a, b = np.empty((m, k), dtype=np.int64), np.empty((m, k), dtype=np.int64)
-    cross_share._nearest_cols(gram, rn, cn, k, a, bounds=[0, m // 3, m])
-    cross_share._nearest_cols.numpy(gram, rn, cn, k, b)
-    np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(a, _stable_smallest(d2.T, k))
+    # both directions in one read, the rows split into 1-3 parts whose column lists are
+    # merged: the same lists as the stable sorts of the rows and of the columns
+    kk = min(k, nq, m)
+    for parts in (1, 2, 3):
+        a = np.empty((nq, kk), dtype=np.int64)
+        col_best = np.empty((parts, m, kk))
+        col_rows = np.empty((parts, m, kk), dtype=np.int64)
+        cross_share._both_ways(gram, rn, cn, kk, a, col_best, col_rows,
+                               bounds=[0, parts // 2, parts])
+        np.testing.assert_array_equal(a, _stable_smallest(d2, kk))
+        np.testing.assert_array_equal(cross_share._column_lists(col_best, col_rows, kk),
+                                      _stable_smallest(d2.T, kk))
 
 
 def _stable_smallest(table, k):
