@@ -312,14 +312,18 @@ def test_reused_lists_with_only_the_reused_rows_distances_give_the_same_p(rng):
     np.testing.assert_allclose(got.P.toarray(), want.toarray(), rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("k", [0, 1, 7])
+@pytest.mark.parametrize("k", [0, 1, 7, 12, 40])
 def test_own_class_rows_matches_its_definition(k, rng):
     from ctsne.neighbors.by_class import own_class_rows
 
     codes = rng.integers(0, 300, 500)  # more classes than int8 holds
     codes[:250] = 3  # many rows wholly own-class
-    idx = np.where(rng.random((500, k)) < 0.5, rng.integers(0, 250, (500, k)),
+    q = 0.5 ** (1 / max(k, 1))  # about half of class 3's rows list only class 3
+    idx = np.where(rng.random((500, k)) < q, rng.integers(0, 250, (500, k)),
                    rng.integers(0, 500, (500, k)))
+    # the other rows list themselves first: they pass the first column and fall at a
+    # later one (screened out), while class 3's rows mostly pass (read whole)
+    idx[250:, :1] = np.arange(250, 500)[:, None]
     want = np.all(codes[idx] == codes[:, None], axis=1)
     np.testing.assert_array_equal(own_class_rows(idx, codes), want)
     assert k == 0 or 0 < want.sum() < 500

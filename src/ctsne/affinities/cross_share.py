@@ -164,46 +164,87 @@ def _smallest_apart_small(gram, row_norm, col_norm, own_lo, own_hi, k, out):
 
 
 @threaded(PARALLEL_FROM_ENTRIES)
-def _both_ways(gram, row_norm, col_norm, k, row_out, col_best, col_rows, start, stop):
-    # One read of the product for both directions: each row's k nearest columns (into
-    # row_out, as _smallest_apart with nothing left out) and, per part p (items are the
-    # parts: rows p·n/P … (p + 1)·n/P − 1 for P = col_best.shape[0]), each column's k
-    # nearest of the part's rows (into col_best[p], col_rows[p]; merged by _column_lists).
-    # The column test reads a contiguous copy of each list's last value: the lists
-    # themselves are k apart in memory. A column's candidates arrive in row order, so
-    # ties keep it. (Reading the product a second time by columns took 3.6 ms of a
-    # 1,000 × 1,000 trust pair against 1.7 ms for its rows, 2026-11-30.)
-    n, m = gram.shape
+def _pair_scan(A, Bt, gram, row_norm, col_norm, k, skip_self, row_out, col_best, col_rows,
+               start, stop):
+    # Each row's k nearest columns (into row_out) and, where col_best has columns, each
+    # column's k nearest rows, per part p of the rows (items are the parts: rows
+    # p·n/P … (p + 1)·n/P − 1 for P = col_best.shape[0]; merged by _column_lists), from
+    # one pass over the squared distances: those of the product A·Bᵀ as
+    # (row_norm[i] + col_norm[j]) − 2·gram[i, j] where gram is given, else summed feature
+    # by feature, Σ_f (A[i, f] − Bt[f, j])² in f order (the block tree's sums; no
+    # product, and the same bits on every machine). With skip_self a row is not its own
+    # neighbour. A column's candidates arrive in row order and a row's in column order,
+    # so ties keep index order. The column test reads a contiguous copy of each list's
+    # last value: the lists themselves are k apart in memory. (Reading a product a second
+    # time by columns took 3.6 ms of a 1,000 × 1,000 trust pair against 1.7 ms for its
+    # rows; 2026-11-30.)
+    n = row_out.shape[0]
+    p, m = Bt.shape
     parts = col_best.shape[0]
+    columns = col_best.shape[1] > 0
+    from_gram = gram.shape[0] > 0
+    d = np.empty(m)
     best = np.empty(k)
     row = np.empty(k, dtype=row_out.dtype)
     last = np.empty(m)
-    for p in range(start, stop):
-        for j in range(m):
-            last[j] = np.inf
-            for a in range(k):
-                col_best[p, j, a] = np.inf
-                col_rows[p, j, a] = 0
-        for i in range(p * n // parts, (p + 1) * n // parts):
+    for part in range(start, stop):
+        if columns:
+            for j in range(m):
+                last[j] = np.inf
+                for a in range(k):
+                    col_best[part, j, a] = np.inf
+                    col_rows[part, j, a] = 0
+        for i in range(part * n // parts, (part + 1) * n // parts):
+            if from_gram:
+                norm = row_norm[i]
+                for j in range(m):
+                    d[j] = (norm + col_norm[j]) - 2.0 * gram[i, j]
+            else:
+                for j in range(m):
+                    d[j] = 0.0
+                for f in range(p):  # a feature at a time: the loop over j vectorises
+                    a_f = A[i, f]
+                    for j in range(m):
+                        z = a_f - Bt[f, j]
+                        d[j] += z * z
+            if skip_self:
+                d[i] = np.inf
             for a in range(k):
                 best[a] = np.inf
                 row[a] = 0
-            norm = row_norm[i]
+            bound = np.inf  # best[k − 1], kept in a register
             for j in range(m):
-                v = (norm + col_norm[j]) - 2.0 * gram[i, j]
-                if v < best[k - 1]:
-                    insert_sorted(best, row, v, j)
-                if v < last[j]:  # insert_sorted inline: no row view a candidate
+                v = d[j]
+                if v < bound:  # insert_sorted inline (scan 2.8 against 3.2 ms a 10⁶)
                     pos = k - 1
-                    while pos > 0 and col_best[p, j, pos - 1] > v:
-                        col_best[p, j, pos] = col_best[p, j, pos - 1]
-                        col_rows[p, j, pos] = col_rows[p, j, pos - 1]
+                    while pos > 0 and best[pos - 1] > v:
+                        best[pos] = best[pos - 1]
+                        row[pos] = row[pos - 1]
                         pos -= 1
-                    col_best[p, j, pos] = v
-                    col_rows[p, j, pos] = i
-                    last[j] = col_best[p, j, k - 1]
+                    best[pos] = v
+                    row[pos] = j
+                    bound = best[k - 1]
+                if columns and v < last[j]:  # insert_sorted inline: no view a candidate
+                    pos = k - 1
+                    while pos > 0 and col_best[part, j, pos - 1] > v:
+                        col_best[part, j, pos] = col_best[part, j, pos - 1]
+                        col_rows[part, j, pos] = col_rows[part, j, pos - 1]
+                        pos -= 1
+                    col_best[part, j, pos] = v
+                    col_rows[part, j, pos] = i
+                    last[j] = col_best[part, j, k - 1]
             for a in range(k):
                 row_out[i, a] = row[a]
+
+
+def _direct_small(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    # _pair_scan's feature-by-feature sums in numpy: the same operations in the same
+    # order (the same bits)
+    d2 = np.zeros((len(A), len(B)))
+    for f in range(A.shape[1]):
+        z = A[:, f, None] - B[None, :, f]
+        d2 += z * z
+    return d2
 
 
 def _column_lists(col_best: np.ndarray, col_rows: np.ndarray, k: int) -> np.ndarray:
@@ -221,14 +262,41 @@ def _norms(A: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", A, A)  # as gram_squared_distances sums them
 
 
+# _pair_scan's stand-ins where it sums distances feature by feature
+_NO_GRAM = np.empty((0, 0))
+_NO_NORM = np.empty(0)
+
+
+def _direct(A: np.ndarray, B: np.ndarray) -> bool:
+    """Whether distances are summed feature by feature rather than from A·Bᵀ: in at most
+    ``TREE_DIMS`` features (as the pooled lists' block tree sums them) and blocks small
+    enough for one pass. There the product's expansion saves nothing, and direct sums are
+    exact for duplicated points (0, tied in index order) and equal on every machine."""
+    return A.shape[1] <= TREE_DIMS and len(A) * len(B) <= _ROWS * POOLED_SAMPLE
+
+
 def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
     """Indices (into B) of each row of A's k nearest rows of B (Euclidean, exact, ties in
-    index order); with ``same`` A is B and a row is not its own neighbour. Rows in chunks
-    of :data:`_ROWS` (memory O(chunk · len(B)))."""
+    index order); with ``same`` A is B and a row is not its own neighbour. Distances
+    summed feature by feature where :func:`_direct`, else from A·Bᵀ in chunks of
+    :data:`_ROWS` rows (memory O(chunk · len(B)))."""
     k = min(k, B.shape[0] - (1 if same else 0))
     if k <= 0:
         return np.empty((len(A), 0), dtype=np.int64)
     out = np.empty((len(A), k), dtype=np.int64)
+    if _direct(A, B):
+        if len(A) * len(B) < PARALLEL_FROM_ENTRIES:  # as the twins below it
+            d2 = _direct_small(A, B)
+            if same:
+                np.fill_diagonal(d2, np.inf)
+            _smallest_small(d2, k, out)
+        else:  # rows only: any parts
+            parts = _pair_scan.threads(len(A) * len(B))
+            none = np.empty((parts, 0, k))
+            _pair_scan.run(A, np.ascontiguousarray(B.T), _NO_GRAM, _NO_NORM, _NO_NORM, k,
+                           same, out, none, none.astype(np.int64), items=parts,
+                           work=len(A) * len(B))
+        return out
     col_norm = _norms(B)
     for start in range(0, len(A), _ROWS):
         chunk = A[start:start + _ROWS]
@@ -241,26 +309,31 @@ def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
 
 
 def _knn_both(A: np.ndarray, B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_knn_sets` from A to B and from B to A, from one product."""
+    """:func:`_knn_sets` from A to B and from B to A, in one pass over the distances."""
     if len(A) * len(B) > _ROWS * POOLED_SAMPLE:  # larger than a chunk: twice, in chunks
         return _knn_sets(A, B, k, False), _knn_sets(B, A, k, False)
-    gram = A @ B.T
-    row_norm, col_norm = _norms(A), _norms(B)
     ab = np.empty((len(A), min(k, len(B))), dtype=np.int64)
     ba = np.empty((len(B), min(k, len(A))), dtype=np.int64)
     if ab.shape[1] == 0 or ba.shape[1] == 0:
         return ab, ba
     kk = ab.shape[1]
-    if ba.shape[1] != kk or gram.size < PARALLEL_FROM_ENTRIES:  # as the twins below it
-        d2 = _distances_small(gram, row_norm, col_norm)
+    direct = _direct(A, B)
+    if direct:
+        gram = _NO_GRAM
+        row_norm = col_norm = _NO_NORM
+    else:
+        gram = A @ B.T
+        row_norm, col_norm = _norms(A), _norms(B)
+    if ba.shape[1] != kk or len(A) * len(B) < PARALLEL_FROM_ENTRIES:  # as the twins below
+        d2 = _direct_small(A, B) if direct else _distances_small(gram, row_norm, col_norm)
         _smallest_small(d2, ab.shape[1], ab)
         _smallest_small(d2.T, ba.shape[1], ba)
         return ab, ba
-    parts = _both_ways.threads(gram.size)
+    parts = _pair_scan.threads(len(A) * len(B))
     col_best = np.empty((parts, len(B), kk))
     col_rows = np.empty((parts, len(B), kk), dtype=np.int64)
-    _both_ways.run(gram, row_norm, col_norm, kk, ab, col_best, col_rows, items=parts,
-                   work=gram.size)
+    _pair_scan.run(A, np.ascontiguousarray(B.T), gram, row_norm, col_norm, kk, False, ab,
+                   col_best, col_rows, items=parts, work=len(A) * len(B))
     ba[:] = _column_lists(col_best, col_rows, kk)
     return ab, ba
 
@@ -389,13 +462,18 @@ def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
         Z = X[rows]
         Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
         parts.append(Z - Z.mean(axis=0))
-    # BLAS in one thread: its idle threads spin after each product and took a core from
-    # the scans between the products (1,000 × 1,000 pairs: 9.7-11.7 ms against 6.4-6.8 ms
-    # a pair on 2 cores); the products are the same bits on any thread count
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
+    # BLAS in one thread where products are made: its idle threads spin after each
+    # product and took a core from the scans between the products (1,000 × 1,000 pairs:
+    # 9.7-11.7 ms against 6.4-6.8 ms a pair on 2 cores); the products are the same bits
+    # on any thread count. (Setting the limit costs ~5 ms: not where no product is made.)
+    largest = max(parts, key=len)
+    if _direct(largest, largest):
         own, cross = _mutual_shares(parts, k)
+    else:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            own, cross = _mutual_shares(parts, k)
     mutual_own = float(np.nanmean(own))
     mutual_cross = float(np.nanmean(cross))
     if not mutual_own > 0:

@@ -219,12 +219,20 @@ def _empty_slots(idx: np.ndarray, dist: np.ndarray, rows: np.ndarray, cols: np.n
     dist[rows[:, None], cols] = np.inf
 
 
+# own_class_rows screens rows by their first _SCREEN neighbours, one at a time, while a
+# neighbour keeps at most _SCREEN_KEEPS of them (a column gathered row by row costs a cache
+# line an entry: worth it only while it removes rows)
+_SCREEN = 8
+_SCREEN_KEEPS = 0.9
+
+
 def own_class_rows(idx: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Which rows of a neighbour table ``idx`` (n, k) list only points of their own class.
 
-    Rows whose nearest neighbour is of another class are out at once; only the others
-    are read whole, with the classes in their narrowest integer type (200,000 × 90, 5
-    random classes: 13 ms against 110 ms for the whole table in int64).
+    Rows are screened a neighbour at a time while that removes many of them (mixed
+    classes), and the rest read whole, with the classes in their narrowest integer type
+    (200,000 × 90, 5 random classes: 13 ms against 110 ms for the whole table in int64;
+    diamonds' 53,940 × 91 by cut: 8-10 ms screened against 20 ms).
     """
     codes = np.asarray(codes)
     small = codes.astype(np.min_scalar_type(max(int(codes.max()), 0)))
@@ -233,6 +241,12 @@ def own_class_rows(idx: np.ndarray, codes: np.ndarray) -> np.ndarray:
         out[:] = True
         return out
     maybe = np.flatnonzero(small[idx[:, 0]] == small)
+    for a in range(1, min(idx.shape[1], _SCREEN)):
+        kept = maybe[small[idx[maybe, a]] == small[maybe]]
+        done = len(kept) > _SCREEN_KEEPS * len(maybe)  # separated classes: read rows whole
+        maybe = kept
+        if done:
+            break
     out[maybe] = np.all(small[idx[maybe]] == small[maybe, None], axis=1)
     return out
 
