@@ -96,7 +96,9 @@ def test_trim_tail_twin_drops_equal_entries_together():
     np.testing.assert_array_equal(q[0], [0.4, 0.3, 0.1, 0.1, 0.1])
 
 
-def test_sorting_and_symmetrisation_match_the_kernels(monkeypatch):
+@pytest.mark.parametrize("gather", [5, 64, 32_768])  # runs of rows, and rows longer
+def test_sorting_and_symmetrisation_match_the_kernels(monkeypatch, gather):
+    monkeypatch.setattr(symmetry, "GATHER", gather)
     _, idx, dist = _lists(500, 30, 1)
     cond = calibration.calibrate(dist, 10.0)
     cond[np.random.default_rng(2).random(cond.shape) < 0.3] = 0.0  # trimmed tails
@@ -115,6 +117,29 @@ def test_sorting_and_symmetrisation_match_the_kernels(monkeypatch):
     C = np.zeros((n, n))
     np.put_along_axis(C, idx, cond, axis=1)
     np.testing.assert_allclose(P_small.toarray(), (C + C.T) / (2 * n), rtol=1e-15)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_transpose_in_parts_is_a_stable_sort_by_column(parts):
+    # Cᵀ's rows from C's rows split into parts: the flat positions of C's positive
+    # entries stably sorted by column (each Cᵀ row in row order), whatever the parts
+    _, idx, dist = _lists(700, 20, 5)
+    cond = calibration.calibrate(dist, 7.0)
+    cond[np.random.default_rng(4).random(cond.shape) < 0.3] = 0.0
+    symmetry._sort_rows.run(idx, cond, items=len(idx), work=0)  # zeros to each row's end
+    n, k = idx.shape
+    kept = idx.ravel() < n
+    want = np.flatnonzero(kept)[np.argsort(idx.ravel()[kept], kind="stable")]
+    slots = np.zeros((parts, n), dtype=np.int64)
+    bounds = [0, parts // 2, parts]
+    symmetry._transpose(idx, slots, np.empty(0, dtype=np.int32), bounds=bounds)
+    np.testing.assert_array_equal(slots.sum(axis=0), np.bincount(idx.ravel()[kept],
+                                                                 minlength=n))
+    tptr = symmetry._part_slots(slots)
+    tsrc = np.empty(int(tptr[-1]), dtype=np.int32)
+    symmetry._transpose(idx, slots, tsrc, bounds=bounds)
+    np.testing.assert_array_equal(tsrc, want)
+    np.testing.assert_array_equal(np.diff(tptr), np.bincount(idx.ravel()[kept], minlength=n))
 
 
 def test_mixing_sums_match_the_kernels():
