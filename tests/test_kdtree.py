@@ -45,6 +45,34 @@ def test_ties_are_broken_by_index(rng):
     _check_self(np.zeros((600, 10)), 25)  # all points the same: the k lowest indices
 
 
+def test_each_point_is_in_the_leaf_its_blocks_are_cut_by(rng):
+    # self-queries' blocks are runs of one leaf: each point's leaf holds it
+    tree = BlockTree(rng.normal(size=(3000, 8)))
+    leaf = tree._leaf_of_point
+    assert all(p in tree.ids[leaf[p]] for p in range(3000))
+    assert len(np.unique(leaf)) == len(tree.counts) > 1
+
+
+@pytest.mark.parametrize("X", [
+    np.random.default_rng(5).normal(size=(2500, 9)),
+    np.random.default_rng(6).integers(0, 3, size=(2500, 8)).astype(float),  # ties, copies
+    np.zeros((300, 10))])  # every point a copy: its own index not among the first k + 1
+def test_leaving_each_point_out_of_its_own_list(X):
+    # the k nearest other points: the brute-force k + 1 nearest without the point itself
+    # (without its farthest where it is not among them)
+    k = 20
+    tree = BlockTree(X)
+    rows = tree.order
+    dist, idx = tree.query(X[rows], k, self_rows=rows, exclude_self=True)
+    want_idx, want_dist = _brute(X, X[rows], k + 1)
+    want_idx, want_dist = search.drop_self(want_idx, want_dist, rows, k)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(dist, want_dist)
+    assert not np.any(idx == rows[:, None])
+    with pytest.raises(ValueError, match="self_rows"):
+        tree.query(X[:3], k, exclude_self=True)
+
+
 def test_queries_that_are_not_indexed_points(rng):
     X = rng.normal(size=(4000, 10))
     Q = np.vstack([rng.normal(size=(300, 10)),              # among the points

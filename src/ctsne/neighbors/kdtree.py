@@ -252,15 +252,17 @@ def _sift_down(hd, hi_, a, k, d, ident):
 
 @threaded(PARALLEL_FROM_WORK)
 def _search(left, right, lo, hi, leaf_of, counts, Xb, ids, Q, qorder, bstart, k, widen,
-            slot_code, qcode, out_idx, out_dist, start, stop):
+            slot_code, qcode, qself, qleaf, out_idx, out_dist, start, stop):
     """The k nearest indexed points of each query; query block b (of ``start … stop − 1``)
     is the queries ``qorder[bstart[b]:bstart[b + 1]]`` (at most LEAF_SIZE), answered into
     their rows of the outputs. Boxes count ``widen`` = (1 + eps)² times farther (1: exact).
     With ``qcode`` (one per query; empty: no filter) a query skips the indexed points whose
-    ``slot_code`` equals its own."""
+    ``slot_code`` equals its own. With ``qself`` (one per query; empty: none) a query is
+    indexed point ``qself[q]``, in leaf ``qleaf[q]``, and skips it."""
     p = Q.shape[1]
     W = Xb.shape[2]
     filtered = qcode.shape[0] > 0
+    selves = qself.shape[0] > 0
     # one set of buffers a part, not a block: allocations made per block cost threads
     # shared reference counts (ctsne._parallel.Threaded)
     hd = np.empty((LEAF_SIZE, k))
@@ -339,6 +341,10 @@ def _search(left, right, lo, hi, leaf_of, counts, Xb, ids, Q, qorder, bstart, k,
                     c = qcode[q]
                     for t in range(W):
                         if slot_code[leaf, t] == c:
+                            d[t] = np.inf
+                if selves and qleaf[q] == leaf:  # its own leaf: the point itself out
+                    for t in range(w):
+                        if ids[leaf, t] == qself[q]:
                             d[t] = np.inf
                 # most leaves improve no list: an integer count (which vectorises)
                 # decides before the scalar pass
@@ -422,13 +428,14 @@ class BlockTree:
         self._slot_code = (np.zeros((0, 0), dtype=np.int64) if codes is None else
                            np.where(valid, np.asarray(codes, dtype=np.int64)[
                                np.maximum(self.ids, 0)], -1))
-        # each indexed point's leaf: the blocks of a query of the points themselves
+        # each indexed point's leaf (numbered as leaf_of numbers them, by node: not the
+        # order of the leaves in ``order``): the blocks of a query of the points themselves
         self._leaf_of_point = np.empty(self.n, dtype=np.int64)
-        self._leaf_of_point[self.order] = np.repeat(np.arange(len(leaves)), self.counts)
+        self._leaf_of_point[self.ids[valid]] = np.repeat(np.arange(len(leaves)), self.counts)
 
     def query(self, Q: np.ndarray, k: int, self_rows: np.ndarray | None = None,
-              eps: float = 0.0, skip_codes: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+              eps: float = 0.0, skip_codes: np.ndarray | None = None,
+              exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest indexed points to each row of ``Q``, nearest first.
 
         Parameters
@@ -454,6 +461,9 @@ class BlockTree:
             class nearer than its k-th answer before skipping them, so the search costs
             about that of k + (those points) neighbours. A query with fewer than k points
             of other classes gets index −1 and distance ``inf`` in the rest.
+        exclude_self : bool, optional
+            With ``self_rows``: each point is left out of its own answer (the k nearest
+            other points; duplicates of it stay, in index order).
 
         Returns
         -------
@@ -475,10 +485,16 @@ class BlockTree:
             if qcode.shape != (m,):
                 raise ValueError(f"skip_codes must hold one class per query ({m}), "
                                  f"got shape {qcode.shape}")
+        qself = qleaf = np.zeros(0, dtype=np.int64)
+        if exclude_self and self_rows is None:
+            raise ValueError("exclude_self needs self_rows")
         if self_rows is not None:
             # consecutive queries from one leaf form a block
             key = self._leaf_of_point[np.asarray(self_rows)]
             qorder = np.arange(m)
+            if exclude_self:
+                qself = np.ascontiguousarray(self_rows, dtype=np.int64)
+                qleaf = key
         else:
             key = _leaf_of_queries(Q, self.left, self.right, self.lo, self.hi)
             qorder = np.argsort(key, kind="stable")
@@ -492,6 +508,7 @@ class BlockTree:
         out_dist = np.empty((m, k))
         _search.run(self.left, self.right, self.lo, self.hi, self.leaf_of, self.counts,
                     self.Xb, self.ids, Q, qorder.astype(np.int64), bstart, k,
-                    (1.0 + float(eps)) ** 2, self._slot_code, qcode, out_idx, out_dist,
+                    (1.0 + float(eps)) ** 2, self._slot_code, qcode, qself, qleaf, out_idx,
+                    out_dist,
                     items=len(bstart) - 1, work=float(m) * k)
         return out_dist, out_idx

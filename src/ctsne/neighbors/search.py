@@ -149,10 +149,11 @@ class ExactIndex:
         for start in range(0, len(rows), QUERY_CHUNK):
             part = rows[start:start + QUERY_CHUNK]
             if self._blocks is not None:  # the indexed points: blocks follow the leaves
-                d, i = self._blocks.query(X[part], k + 1, self_rows=part)
+                out_dist[part], out_idx[part] = self._blocks.query(
+                    X[part], k, self_rows=part, exclude_self=True)
             else:
                 d, i = self.query(X[part], k + 1)
-            out_idx[part], out_dist[part] = drop_self(i, d, part, k)
+                out_idx[part], out_dist[part] = drop_self(i, d, part, k)
             if progress is not None:
                 progress(min(len(rows), start + QUERY_CHUNK), len(rows))
 
