@@ -6,11 +6,8 @@ import numpy as np
 import pytest
 
 from ctsne import ConditionalTSNE
-from ctsne.affinities.cross_share import (
-    TRUST_FROM,
-    choose_cross_share,
-    counterpart_trust,
-)
+from ctsne.affinities.counterpart import counterpart_trust
+from ctsne.affinities.cross_share import TRUST_FROM, choose_cross_share
 from ctsne.affinities.mixing import point_cross_ratio, table_mixing
 from ctsne.affinities.modes import input_affinities
 from ctsne.affinities.standard import joint_affinities, standard_conditional
@@ -195,7 +192,7 @@ def test_the_fitted_model_and_verbose_state_the_choice(rng, capsys):
 
 @pytest.mark.parametrize("dims", [3, 20])  # the block tree, the Gram blocks
 def test_pooled_lists_are_each_points_nearest_of_other_classes(dims, rng):
-    from ctsne.affinities.cross_share import _pooled_lists
+    from ctsne.affinities.counterpart import _pooled_lists
 
     # integer coordinates: every distance exact in any summation order, and many ties,
     # which both paths break by index

@@ -11,7 +11,7 @@ tolerance instead.
 import numpy as np
 import pytest
 
-from ctsne.affinities import calibration, cross_share, mixing, symmetry
+from ctsne.affinities import calibration, counterpart, mixing, symmetry
 from ctsne.neighbors import brute
 
 
@@ -195,16 +195,16 @@ def test_scans_match_the_kernels(nq, m, p, k):
         cols = np.arange(m)
         table[(cols >= own_lo[:, None]) & (cols < own_hi[:, None])] = np.inf
         a, b = np.empty((nq, k), dtype=np.int64), np.empty((nq, k), dtype=np.int64)
-        cross_share._smallest_apart(gram, rn, cn, own_lo, own_hi, k, a,
+        counterpart._smallest_apart(gram, rn, cn, own_lo, own_hi, k, a,
                                     bounds=[0, nq // 3, nq])
-        cross_share._smallest_apart.numpy(gram, rn, cn, own_lo, own_hi, k, b)
+        counterpart._smallest_apart.numpy(gram, rn, cn, own_lo, own_hi, k, b)
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, _stable_smallest(table, k))
     # both directions in one pass, from the product or summed feature by feature, the
     # rows split into 1-3 parts whose column lists are merged: the same lists as the
     # stable sorts of the rows and of the columns (and of the twins' distances)
     kk = min(k, nq, m)
-    direct = cross_share._direct_small(Q, Y)
+    direct = counterpart._direct_small(Q, Y)
     np.testing.assert_allclose(direct, d2, atol=1e-9)
     no_gram, no_norm = np.empty((0, 0)), np.empty(0)
     for parts in (1, 2, 3):
@@ -212,19 +212,19 @@ def test_scans_match_the_kernels(nq, m, p, k):
             a = np.empty((nq, kk), dtype=np.int64)
             col_best = np.empty((parts, m, kk))
             col_rows = np.empty((parts, m, kk), dtype=np.int64)
-            cross_share._pair_scan(Q, np.ascontiguousarray(Y.T), *source, kk, False, a,
+            counterpart._pair_scan(Q, np.ascontiguousarray(Y.T), *source, kk, False, a,
                                    col_best, col_rows, bounds=[0, parts // 2, parts])
             np.testing.assert_array_equal(a, _stable_smallest(table, kk))
-            np.testing.assert_array_equal(cross_share._column_lists(col_best, col_rows, kk),
+            np.testing.assert_array_equal(counterpart._column_lists(col_best, col_rows, kk),
                                           _stable_smallest(table.T, kk))
     # a set's own lists (each row not its own neighbour), rows only, in 1-3 parts
-    own = cross_share._direct_small(Y, Y)
+    own = counterpart._direct_small(Y, Y)
     np.fill_diagonal(own, np.inf)
     km = min(k, m - 1)
     for parts in (1, 2, 3):
         a = np.empty((m, km), dtype=np.int64)
         none = np.empty((parts, 0, km))
-        cross_share._pair_scan(Y, np.ascontiguousarray(Y.T), no_gram, no_norm, no_norm, km,
+        counterpart._pair_scan(Y, np.ascontiguousarray(Y.T), no_gram, no_norm, no_norm, km,
                                True, a, none, none.astype(np.int64),
                                bounds=[0, parts // 2, parts])
         np.testing.assert_array_equal(a, _stable_smallest(own, km))

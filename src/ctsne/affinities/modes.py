@@ -35,12 +35,12 @@ from .balanced import (
     balanced_lists,
     revised_affinities,
 )
+from .counterpart import counterpart_trust
 from .cross_share import (
     SHARE_OF_RANDOM,
     CrossShare,
     already_mixed,
     choose_cross_share,
-    counterpart_trust,
     falls_short,
     pulled_share,
     switch_expected,
@@ -247,7 +247,7 @@ def _balanced_first(X, classes, perplexity, k, search, progress=None):
     lists : BalancedLists or None
         None where the standard search goes first.
     trust : tuple or None
-        :func:`~ctsne.affinities.cross_share.counterpart_trust`, where measured.
+        :func:`~ctsne.affinities.counterpart.counterpart_trust`, where measured.
     """
     sample = sampled_rows(X, classes, perplexity)
     if not falls_short(sample, classes, SHARE_OF_RANDOM):

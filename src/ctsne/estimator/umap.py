@@ -39,7 +39,8 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 
 from .._progress import progress_bar
 from ..affinities.balanced import balanced_from_lists, balanced_lists
-from ..affinities.cross_share import choose_cross_share, counterpart_trust
+from ..affinities.counterpart import counterpart_trust
+from ..affinities.cross_share import choose_cross_share
 from ..affinities.fuzzy import fuzzy_graph, membership_strengths, smooth_knn
 from ..affinities.mixing import prior_mixing
 from ..affinities.modes import Affinities, warn_if_separated

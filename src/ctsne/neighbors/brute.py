@@ -177,7 +177,7 @@ def _within(X, order, seg_of, seg_start, k, out_idx, out_dist, start, stop):
     # numbers) against the other points of its segment: the scan's sums and index order;
     # a = start … stop − 1
     # one list a part, not a row view a point (views cost threads shared reference counts;
-    # see cross_share._smallest_apart)
+    # see counterpart._smallest_apart)
     best_d = np.empty(k)
     best_i = np.empty(k, dtype=out_idx.dtype)
     for a in numba.prange(start, stop):
