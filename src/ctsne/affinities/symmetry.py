@@ -24,39 +24,26 @@ TRANSPOSE_PARTS = 8
 GATHER = 32_768
 
 
-@numba.njit(cache=True)
-def _sort_pairs(keys, values):
-    """Sort ``keys`` ascending in place, moving ``values`` along (Shell sort, gaps 3h + 1).
-
-    Hand-written rather than ``np.argsort`` and fancy indexing: those pull numba's generic
-    quicksort and its shape-checking error paths into the kernel, ~5 s of the first
-    compile (numba's compile events), for rows of a few dozen entries.
-    """
-    k = keys.shape[0]
-    gap = 1
-    while 3 * gap + 1 < k:
-        gap = 3 * gap + 1
-    while gap > 0:
-        for a in range(gap, k):
-            key, value = keys[a], values[a]
-            b = a
-            while b >= gap and keys[b - gap] > key:
-                keys[b] = keys[b - gap]
-                values[b] = values[b - gap]
-                b -= gap
-            keys[b] = key
-            values[b] = value
-        gap //= 3
-
-
 @threaded(PARALLEL_FROM_ENTRIES)
 def _sort_rows(idx, cond, start, stop):
     # A row's zero entries (a balanced P's trimmed tails, about 40 % of its slots) are
     # moved behind its positive ones and given the column n, so that only the positive
     # ones are sorted and merged (a balanced P of 200,000 points, 5 classes, 2026-11-28:
-    # the sort 0.74 → 0.41 s, the two merge passes 1.26 → 1.03 s; the same P).
+    # the sort 0.74 → 0.41 s, the two merge passes 1.26 → 1.03 s; the same P). The
+    # positive ones are then sorted by column with a radix sort, 8 bits a pass (a row's
+    # columns are distinct, so any sort gives the same row): no comparison to mispredict,
+    # 0.30 s for 200,000 rows of 90 on one thread against 0.75 s for the Shell sort
+    # before. Hand-written rather than np.argsort and fancy indexing: those pull numba's
+    # generic quicksort and its shape-checking error paths into the kernel, ~5 s of a
+    # first compile, for rows of a few dozen entries.
     n = idx.shape[0]
     k = idx.shape[1]
+    bits = 0
+    while (1 << bits) < n:
+        bits += 1
+    count = np.empty(256, dtype=np.int64)
+    keys = np.empty(k, dtype=idx.dtype)  # the other half of each pass: one buffer a part
+    values = np.empty(k)
     for i in numba.prange(start, stop):  # rows start … stop − 1
         m = 0
         for a in range(k):
@@ -67,7 +54,35 @@ def _sort_rows(idx, cond, start, stop):
         for a in range(m, k):
             idx[i, a] = n
             cond[i, a] = 0.0
-        _sort_pairs(idx[i, :m], cond[i, :m])
+        in_row = True  # where the pass reads from: the row, or the buffers
+        for shift in range(0, bits, 8):
+            for d in range(256):
+                count[d] = 0
+            for a in range(m):
+                key = idx[i, a] if in_row else keys[a]
+                count[(key >> shift) & 255] += 1
+            total = 0
+            for d in range(256):
+                c = count[d]
+                count[d] = total
+                total += c
+            for a in range(m):
+                if in_row:
+                    key = idx[i, a]
+                    d = (key >> shift) & 255
+                    keys[count[d]] = key
+                    values[count[d]] = cond[i, a]
+                else:
+                    key = keys[a]
+                    d = (key >> shift) & 255
+                    idx[i, count[d]] = key
+                    cond[i, count[d]] = values[a]
+                count[d] += 1
+            in_row = not in_row
+        if not in_row:  # an odd number of passes: the sorted row is in the buffers
+            for a in range(m):
+                idx[i, a] = keys[a]
+                cond[i, a] = values[a]
 
 
 @_sort_rows.small(below=NUMPY_BELOW_ENTRIES)
