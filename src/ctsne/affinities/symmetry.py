@@ -38,24 +38,24 @@ def _sort_rows(idx, cond, start, stop):
     # first compile, for rows of a few dozen entries.
     n = idx.shape[0]
     k = idx.shape[1]
-    bits = 0
-    while (1 << bits) < n:
-        bits += 1
     count = np.empty(256, dtype=np.int64)
     keys = np.empty(k, dtype=idx.dtype)  # the other half of each pass: one buffer a part
     values = np.empty(k)
     for i in numba.prange(start, stop):  # rows start … stop − 1
         m = 0
+        top = 0  # the row's largest column: its passes
         for a in range(k):
             if cond[i, a] > 0.0:
                 idx[i, m] = idx[i, a]
                 cond[i, m] = cond[i, a]
+                top = max(top, idx[i, a])
                 m += 1
         for a in range(m, k):
             idx[i, a] = n
             cond[i, a] = 0.0
         in_row = True  # where the pass reads from: the row, or the buffers
-        for shift in range(0, bits, 8):
+        shift = 0
+        while (top >> shift) > 0:
             for d in range(256):
                 count[d] = 0
             for a in range(m):
@@ -79,6 +79,7 @@ def _sort_rows(idx, cond, start, stop):
                     cond[i, count[d]] = values[a]
                 count[d] += 1
             in_row = not in_row
+            shift += 8
         if not in_row:  # an odd number of passes: the sorted row is in the buffers
             for a in range(m):
                 idx[i, a] = keys[a]
