@@ -142,7 +142,8 @@ class ExactIndex:
 
         ``X`` is the indexed data; ``rows`` are asked in chunks of :data:`QUERY_CHUNK` in
         the order given (pass a slice of :attr:`order` to keep chunks local), each point
-        left out of its own list (:func:`drop_self`). The answers go to
+        left out of its own list (by the block tree's search itself, else
+        :func:`drop_self`). The answers go to
         ``out_idx[rows]`` and ``out_dist[rows]``; ``progress(done, len(rows))`` after
         each chunk.
         """
