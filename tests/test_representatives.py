@@ -164,3 +164,36 @@ def test_pooled_lists_hold_each_point_once_when_searches_round_differently(rng, 
     P = revised_affinities(X, codes, 10.0)
     assert abs(P - P.T).max() < 1e-15
     assert abs(P.sum() - 1.0) < 1e-12
+
+
+def test_lists_written_into_blocks_are_the_returned_lists(rng):
+    # the by-class searches write each query's list into its row's block of a table
+    # (out=(idx, dist, rows, cols)); that must be the list returned without out, in the
+    # rows and columns given, and nothing else of the table touched
+    X, codes = _shifted(rng)
+    own, _ = own_class_neighbors(X, codes, 20, method="exact")
+    rep = representatives(codes, own)
+    target = np.flatnonzero(codes == 0)
+    queries = np.flatnonzero(codes != 0)
+    k = 7
+
+    def exact(Q, kq):
+        D = np.sqrt(((Q[:, None, :] - X[target][None, :, :]) ** 2).sum(-1))
+        o = np.argsort(D, axis=1, kind="stable")[:, :kq]
+        return target[o], np.take_along_axis(D, o, axis=1)
+
+    want_idx, want_dist = lists_from_representatives(X, queries, own, rep, exact, k)
+    rows = rng.permutation(len(codes))[:len(queries)]
+    cols = np.where(codes[queries] == 1, 0, k + 3)
+    idx = np.full((len(codes), 2 * k + 3), -1, dtype=np.int64)
+    dist = np.full(idx.shape, -1.0)
+    assert lists_from_representatives(X, queries, own, rep, exact, k,
+                                      out=(idx, dist, rows, cols)) is None
+    got_idx = np.stack([idx[r, c:c + k] for r, c in zip(rows, cols, strict=True)])
+    got_dist = np.stack([dist[r, c:c + k] for r, c in zip(rows, cols, strict=True)])
+    np.testing.assert_array_equal(got_idx, want_idx)
+    np.testing.assert_array_equal(got_dist, want_dist)
+    written = np.zeros(idx.shape, dtype=bool)
+    for r, c in zip(rows, cols, strict=True):
+        written[r, c:c + k] = True
+    assert np.all(idx[~written] == -1) and np.all(dist[~written] == -1.0)

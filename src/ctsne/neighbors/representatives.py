@@ -23,7 +23,8 @@ import numpy as np
 from .._parallel import kernel
 from .brute import insert_sorted
 
-__all__ = ["REP_EVERY", "REPS_PER_POINT", "representatives", "lists_from_representatives"]
+__all__ = ["REP_EVERY", "REPS_PER_POINT", "lists_from_representatives", "place_rows",
+           "representatives"]
 
 REP_EVERY = 4
 REPS_PER_POINT = 4
@@ -56,7 +57,9 @@ _TASKS_PER_THREAD = 4
 
 
 @kernel(PARALLEL_FROM_CANDIDATES)
-def _from_reps(X, queries, own_idx, slot, rep_idx, k, tasks, out_idx, out_dist):
+def _from_reps(X, queries, own_idx, slot, rep_idx, k, tasks, out_idx, out_dist, out_rows,
+               out_cols):
+    # query q's list goes to out_*[out_rows[q], out_cols[q]:out_cols[q] + k]
     nq = queries.shape[0]
     kr = rep_idx.shape[1]
     p = X.shape[1]
@@ -95,12 +98,29 @@ def _from_reps(X, queries, own_idx, slot, rep_idx, k, tasks, out_idx, out_dist):
                 got += 1
                 if got == REPS_PER_POINT:
                     break
+            r = out_rows[q]
+            c = out_cols[q]
             for t in range(k):
-                out_idx[q, t] = best_i[t]
-                out_dist[q, t] = best_d[t]
+                out_idx[r, c + t] = best_i[t]
+                out_dist[r, c + t] = best_d[t]
 
 
-def lists_from_representatives(X, queries, own_idx, rep, search, k):
+def place_rows(idx: np.ndarray, dist: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+               i: np.ndarray, d: np.ndarray) -> None:
+    """Write row t of a result ``(i, d)`` (m, k) to ``idx``/``dist[rows[t], cols[t]:cols[t] + k]``.
+
+    One row-index assignment of a column slice per distinct ``cols`` value (a far search's
+    answers go to one block or the next, by the asking point's class): ~3× faster than
+    one (row, column) index pair per entry.
+    """
+    k = i.shape[1]
+    for c in np.unique(cols):
+        sel = cols == c
+        idx[rows[sel], c:c + k] = i[sel]
+        dist[rows[sel], c:c + k] = d[sel]
+
+
+def lists_from_representatives(X, queries, own_idx, rep, search, k, out=None):
     """The ``k`` nearest indexed points of each of ``queries`` (global point numbers).
 
     Parameters
@@ -114,30 +134,39 @@ def lists_from_representatives(X, queries, own_idx, rep, search, k):
         From :func:`representatives`.
     search : callable(Q, k) -> (idx, dist)
         The direct search (e.g. :meth:`ctsne.neighbors.by_class.SearchIndex.query`).
+    out : tuple (idx, dist, rows, cols), optional
+        Tables (int64 and float64) to write query t's list into, at row ``rows[t]`` from
+        column ``cols[t]``, instead of returning new ones (the by-class blocks: no
+        table per search to copy from).
 
     Returns
     -------
     idx : ndarray of int64 (len(queries), k), dist : ndarray
-        Rows with fewer than k candidates keep empty slots (the point itself, ``inf``).
+        Without ``out`` (otherwise None). Rows with fewer than k candidates keep empty
+        slots (the point itself, ``inf``).
     """
     queries = np.asarray(queries, dtype=np.int64)
+    if out is None:
+        # every row is written below: by the search, or whole by _from_reps
+        idx = np.empty((len(queries), k), dtype=np.int64)
+        dist = np.empty((len(queries), k))
+        lists_from_representatives(X, queries, own_idx, rep, search, k, out=(
+            idx, dist, np.arange(len(queries)), np.zeros(len(queries), dtype=np.int64)))
+        return idx, dist
+    idx, dist, rows, cols = out
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     direct = rep[queries]
-    # every row is written below: by the search, or whole by _from_reps
-    idx = np.empty((len(queries), k), dtype=np.int64)
-    dist = np.empty((len(queries), k))
     asked = queries[direct]
     a_idx, a_dist = search(X[asked], k)
-    idx[direct], dist[direct] = a_idx, a_dist
+    place_rows(idx, dist, rows[direct], cols[direct], a_idx, a_dist)
     slot = np.full(X.shape[0], -1, dtype=np.int64)
     slot[asked] = np.arange(len(asked))
     rest = np.flatnonzero(~direct)
     if len(rest):
         X64 = np.ascontiguousarray(X, dtype=np.float64)
-        r_idx, r_dist = np.empty((len(rest), k), dtype=np.int64), np.empty((len(rest), k))
         _from_reps(X64, queries[rest], np.ascontiguousarray(own_idx, dtype=np.int64), slot,
                    np.ascontiguousarray(a_idx, dtype=np.int64), k,
                    max(1, min(len(rest), _TASKS_PER_THREAD * numba.get_num_threads())),
-                   r_idx, r_dist,
+                   idx, dist, rows[rest], cols[rest],
                    work=len(rest) * REPS_PER_POINT * k)
-        idx[rest], dist[rest] = r_idx, r_dist
-    return idx, dist
+    return None
