@@ -147,9 +147,34 @@ def test_mixing_sums_match_the_kernels():
     _, idx, dist = _lists(400, 30, 3)
     cond = calibration.calibrate(dist, 10.0)
     codes = np.arange(400, dtype=np.int64) % 3
-    for a, b in zip(mixing._table_cross(idx, cond, codes, 3),
-                    mixing._table_cross_small(idx, cond, codes, 3), strict=True):
-        np.testing.assert_array_equal(a, b)
+    # the table's pass in parts of 64 rows (7 parts): on one thread, split over two, and
+    # in numpy, the same bits; its row sums are _row_cross's on the table as a CSR matrix
+    outs = []
+    for run in ("one", "two", "numpy"):
+        out = (np.empty((7, 3)), np.empty((7, 3)), np.empty(400), np.empty(400))
+        args = (idx, cond, codes, 64, *out)
+        if run == "numpy":
+            mixing._table_sums.numpy(*args)
+        else:
+            mixing._table_sums(*args, bounds=[0, 7] if run == "one" else [0, 3, 7])
+        outs.append(out)
+    for got in outs[1:]:
+        for a, b in zip(outs[0], got, strict=True):
+            np.testing.assert_array_equal(a, b)
+    rows = (np.empty(400), np.empty(400))
+    mixing._row_cross(np.arange(0, 400 * 30 + 1, 30), idx.ravel(), cond.ravel(), codes,
+                      *rows, bounds=[0, 400])
+    np.testing.assert_array_equal(outs[0][2], rows[0])
+    np.testing.assert_array_equal(outs[0][3], rows[1])
+    # the class sums of P = (C + Cᵀ)/2n by hand: each entry to its row's and column's class
+    dense = np.zeros((400, 400))
+    np.add.at(dense, (np.repeat(np.arange(400), 30), idx.ravel()), cond.ravel())
+    Pn = dense + dense.T
+    apart_d = codes[:, None] != codes[None, :]
+    mass, cross = outs[0][0].sum(axis=0), outs[0][1].sum(axis=0)
+    for c in range(3):
+        np.testing.assert_allclose(mass[c], Pn[codes == c].sum(), rtol=1e-13)
+        np.testing.assert_allclose(cross[c], (Pn * apart_d)[codes == c].sum(), rtol=1e-13)
     P = symmetry.symmetrize(idx.copy(), cond.copy())
     outs = [(np.empty(400), np.empty(400)) for _ in range(2)]
     mixing._row_cross(P.indptr, P.indices, P.data, codes, *outs[0], bounds=[0, 150, 400])

@@ -48,11 +48,11 @@ from .cross_share import (
 from .mixing import (
     PriorMixing,
     labelled_table,
-    point_cross_ratio,
     prior_mixing,
     random_level,
     sampled_rows,
     table_mixing,
+    table_mixing_and_ratio,
 )
 from .options import n_neighbors_for
 from .standard import standard_conditional
@@ -176,7 +176,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
                                  lists=found, **search)
     if trivial:
         return Affinities(table.joint(), "standard", None)
-    mixing = table_mixing(table.idx, table.cond, classes)
+    mixing, ratio = table_mixing_and_ratio(table.idx, table.cond, classes)
     if not auto:
         return Affinities(table.joint(), "standard", mixing)
     merged = lists is not None and found is not None and not exact
@@ -190,14 +190,13 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         return Affinities(found_table.joint(), "standard", found_mixing, cross_share=choice)
     # the decision is about the labelled points: missing labels form a class of their own
     # that lies among all others and would hide a separation (or fake a mixing)
-    decides, sub_X, sub_table, sub_codes = mixing, X, (table.idx, table.cond), classes
+    decides, sub_X, sub_codes = mixing, X, classes
     partial = labelled is not None and not np.all(labelled) and np.any(labelled)
     if partial:
         sub_idx, sub_cond, sub_codes = labelled_table(table.idx, table.cond, classes,
                                                       labelled)
-        decides = table_mixing(sub_idx, sub_cond, sub_codes)
-        sub_X, sub_table = X[labelled], (sub_idx, sub_cond)
-    ratio = point_cross_ratio(*sub_table, sub_codes)
+        decides, ratio = table_mixing_and_ratio(sub_idx, sub_cond, sub_codes)
+        sub_X = X[labelled]
     choice = already_mixed(decides, ratio)
     if choice is not None:
         return keep_standard(table, mixing, choice)
