@@ -261,6 +261,28 @@ def test_unrelated_labels_go_standard_first_without_the_trust(rng, small_block_t
 
 
 @_COPIES
+def test_the_probe_and_the_standard_search_share_one_tree(rng, small_block_tree, monkeypatch):
+    # the probe asks the standard search's block tree, which the search then reuses: one
+    # tree built; the probe's rows are the scan's (duplicates across classes included),
+    # and the kept P is affinities="standard"'s bit for bit
+    from ctsne.affinities.mixing import sampled_rows
+    from ctsne.neighbors.search import ExactIndex
+
+    X, codes = _many_classes(rng)
+    codes = rng.permutation(codes)
+    index = ExactIndex(X)
+    assert index.uses_blocks
+    for a, b in zip(sampled_rows(X, codes, 10.0), sampled_rows(X, codes, 10.0, index=index),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    built = _spy(monkeypatch, modes, "ExactIndex")
+    searched = _spy(monkeypatch, search, "ExactIndex")  # the search's own, not built
+    got = modes.input_affinities(X, 10.0, codes, "auto")
+    assert built == ["ExactIndex"] and not searched and got.mode == "standard"
+    assert abs(got.P - joint_affinities(X, 10.0)).max() == 0.0
+
+
+@_COPIES
 def test_nine_classes_are_not_merged_from_per_class_blocks(rng, small_block_tree, monkeypatch):
     # nine classes pass the skipping search's bit count, but the balanced P gives each
     # other class a block of its own (eight other classes): those lists are not pooled

@@ -392,7 +392,7 @@ class SampledRows(NamedTuple):
 
 
 def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
-                 sample: int = PROBE_SAMPLE, seed: int = 0) -> SampledRows:
+                 sample: int = PROBE_SAMPLE, seed: int = 0, index=None) -> SampledRows:
     """The cross-class share of ``sample`` points' rows of the standard P, without it.
 
     Each sampled point's k nearest points come from an exact Euclidean scan of all points
@@ -409,6 +409,11 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
     codes : ndarray of int (n,)
     perplexity : float
     sample, seed : int
+    index : ExactIndex, optional
+        The standard search's block-tree index of ``X``: the rows are then its own
+        answers (:meth:`ctsne.neighbors.search.ExactIndex.lists_of`, the same lists as the
+        scan's; 300 points of UCI Adult's 32,561: ~2 ms against ~35 ms), and the standard
+        search that may follow reuses the index.
 
     Returns
     -------
@@ -418,8 +423,11 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
     n = len(codes)
     k = n_neighbors_for(perplexity, n)
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
-    i, d = brute_knn(X, X[rows], k + 1)
-    i, d = drop_self(i, d, rows, k)
+    if index is not None and index.uses_blocks:
+        i, d = index.lists_of(X, rows, k)
+    else:
+        i, d = brute_knn(X, X[rows], k + 1)
+        i, d = drop_self(i, d, rows, k)
     cond = calibrate(np.ascontiguousarray(d), perplexity)
     sizes = np.bincount(codes)
     expected = random_level(sizes, n)[codes[rows]]

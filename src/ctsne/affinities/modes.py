@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from ..checks import to_safe_scale
 from ..neighbors.merged import exact_merge, exact_merged_lists, merge_first, merged_standard_lists
 from ..neighbors.own_first import class_tree_lists, standard_through_classes
+from ..neighbors.search import ExactIndex
 from .balanced import (
     PER_CLASS_UP_TO,
     balanced_affinities,
@@ -148,7 +149,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     # in many features, from the balanced lists, found first (ctsne.neighbors.merged);
     # with many classes in the block tree, from those too, exactly, where a probe expects
     # the switch (_balanced_first)
-    through = lists = found = trust = None
+    through = lists = found = trust = index = None
     exact = False  # the merged lists are the standard search's own
     if auto and not trivial:
         k = n_neighbors_for(perplexity, len(X))
@@ -163,8 +164,12 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
                                           n_jobs)
         elif ((labelled is None or np.all(labelled)) and int(classes.max()) > PER_CLASS_UP_TO
               and exact_merge(X, classes, k, neighbors, metric)):  # pooled lists only
-            lists, trust = _balanced_first(X, classes, perplexity, k, search, progress)
+            # the standard search's tree (exact_merge: the block tree), built once for
+            # the probe and for that search, if it follows
+            index = ExactIndex(X, metric, n_jobs)
+            lists, trust = _balanced_first(X, classes, perplexity, k, search, progress, index)
             if lists is not None:
+                index = None
                 found = exact_merged_lists(X, lists.own_idx, lists.own_dist,
                                            lists.other_idx, lists.other_dist, k)
                 exact = True
@@ -173,7 +178,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
     # searched them itself), for the balanced P to reuse those lists
     keep = classes if auto and not trivial and found is None and lists is None else None
     table = standard_conditional(X, perplexity, progress=progress, keep_own_class=keep,
-                                 lists=found, **search)
+                                 lists=found, index=index, **search)
+    del index
     if trivial:
         return Affinities(table.joint(), "standard", None)
     mixing, ratio = table_mixing_and_ratio(table.idx, table.cond, classes)
@@ -229,7 +235,7 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
                       cross_share=choice)
 
 
-def _balanced_first(X, classes, perplexity, k, search, progress=None):
+def _balanced_first(X, classes, perplexity, k, search, progress=None, index=None):
     """The balanced lists, before any standard P, where a probe expects "auto" to switch.
 
     Only where the standard lists merge from them exactly
@@ -239,7 +245,8 @@ def _balanced_first(X, classes, perplexity, k, search, progress=None):
     that falls short of :data:`~ctsne.affinities.cross_share.SHARE_OF_RANDOM` (a class
     short of the largest target: the trust is needed either way,
     :func:`~ctsne.affinities.cross_share.falls_short`) and the trust decide
-    (:func:`~ctsne.affinities.cross_share.switch_expected`).
+    (:func:`~ctsne.affinities.cross_share.switch_expected`). ``index``: the standard
+    search's index of X, which the probe asks.
 
     Returns
     -------
@@ -248,7 +255,7 @@ def _balanced_first(X, classes, perplexity, k, search, progress=None):
     trust : tuple or None
         :func:`~ctsne.affinities.counterpart.counterpart_trust`, where measured.
     """
-    sample = sampled_rows(X, classes, perplexity)
+    sample = sampled_rows(X, classes, perplexity, index=index)
     if not falls_short(sample, classes, SHARE_OF_RANDOM):
         return None, None
     trust = counterpart_trust(X, classes)

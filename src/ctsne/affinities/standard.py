@@ -66,6 +66,7 @@ def standard_conditional(
     progress=None,
     keep_own_class: np.ndarray | None = None,
     lists: tuple[np.ndarray, np.ndarray] | None = None,
+    index=None,
 ) -> ConditionalTable:
     """The standard P's neighbours, calibrated to ``perplexity`` row by row.
 
@@ -87,6 +88,9 @@ def standard_conditional(
         The search's answer, found otherwise
         (:func:`ctsne.neighbors.own_first.standard_through_classes`); not searched again.
         Its ``dist`` is overwritten by the calibration, as the search's own would be.
+    index : ExactIndex, optional
+        The exact search's index of ``X``, built already
+        (:func:`ctsne.neighbors.search.nearest_neighbors`).
 
     Returns
     -------
@@ -96,7 +100,7 @@ def standard_conditional(
     k = n_neighbors_for(perplexity, X.shape[0])
     idx, dist = lists if lists is not None else nearest_neighbors(
         X, k, method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs,
-        progress=progress)
+        progress=progress, index=index)
     warn_ties(dist, perplexity, X, idx)
     own_rows = kept = None
     if keep_own_class is not None:

@@ -149,14 +149,28 @@ class ExactIndex:
         """
         for start in range(0, len(rows), QUERY_CHUNK):
             part = rows[start:start + QUERY_CHUNK]
-            if self._blocks is not None:  # the indexed points: blocks follow the leaves
-                out_dist[part], out_idx[part] = self._blocks.query(
-                    X[part], k, self_rows=part, exclude_self=True)
-            else:
-                d, i = self.query(X[part], k + 1)
-                out_idx[part], out_dist[part] = drop_self(i, d, part, k)
+            out_idx[part], out_dist[part] = self.lists_of(X, part, k)
             if progress is not None:
                 progress(min(len(rows), start + QUERY_CHUNK), len(rows))
+
+    @property
+    def uses_blocks(self) -> bool:
+        """Whether this is ctsne's block tree (the scan's distances and tie order)."""
+        return self._blocks is not None
+
+    def lists_of(self, X: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest other indexed points of the indexed points ``rows`` (one
+        query, as :meth:`neighbors_of` asks a chunk): the same lists as theirs.
+
+        Returns
+        -------
+        idx : ndarray of int (len(rows), k), dist : ndarray (len(rows), k)
+        """
+        if self._blocks is not None:  # the indexed points: blocks follow the leaves
+            d, i = self._blocks.query(X[rows], k, self_rows=rows, exclude_self=True)
+            return i, d
+        d, i = self.query(X[rows], k + 1)
+        return drop_self(i, d, rows, k)
 
     def count_within(self, Q: np.ndarray, radius: np.ndarray) -> np.ndarray:
         """How many indexed points lie within ``radius`` (one per row) of each row of
@@ -252,6 +266,7 @@ def nearest_neighbors(
     random_state: int | None = None,
     n_jobs: int | None = None,
     progress=None,
+    index: ExactIndex | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each point's ``k`` nearest other points.
 
@@ -268,6 +283,9 @@ def nearest_neighbors(
         Any metric both backends know ("euclidean", "cosine", "manhattan", …).
     progress : callable(done, total), optional
         Called as query chunks finish (exact search only).
+    index : ExactIndex, optional
+        The exact search's index of ``X``, built already (a probe of the standard lists
+        used it first); used where the search is exact.
 
     Returns
     -------
@@ -277,7 +295,7 @@ def nearest_neighbors(
     n = X.shape[0]
     itype = np.int32 if n < np.iinfo(np.int32).max else np.int64
     if is_exact_search(n, X.shape[1], method):
-        nn = ExactIndex(X, metric, n_jobs)
+        nn = ExactIndex(X, metric, n_jobs) if index is None else index
         # filled chunk by chunk (see QUERY_CHUNK), near points together (ExactIndex.order)
         idx = np.empty((n, k), dtype=itype)
         dist = np.empty((n, k))
