@@ -13,8 +13,11 @@ with its shares from the rule as "auto" chooses them (the counterpart trust incl
 (``ctsne.affinities.modes._balanced_first``). The file is not bundled. With
 ``--diamonds PATH`` (plotnine's ``diamonds.csv``, 53,940 rows, from its ``data`` folder;
 not bundled) each of its grades is a prior too: cut (5 classes), color (7), clarity (8),
-that grade's column left out of the 10 features (``bench_tree_ties.diamonds``). Appends
-JSON lines to ``benchmarks/results.jsonl``.
+that grade's column left out of the 10 features (``bench_tree_ties.diamonds``). With
+``--paired N`` each case instead times N pairs of the standard P and "auto" back to back
+in this process (after one warm call of each) and records the median of the N
+differences: what "auto" adds where it keeps the standard P, read without the spread
+between processes. Appends JSON lines to ``benchmarks/results.jsonl``.
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", default=None,
                     help="cases whose name starts with one of these (e.g. diamonds-cut)")
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--paired", type=int, default=0,
+                    help="time this many (standard, auto) pairs per case in one process")
     args = ap.parse_args()
     warnings.simplefilter("ignore")  # Adult's duplicated rows warn at every P
     X_all, labels = priors(args.adult)
@@ -90,6 +95,9 @@ def main() -> None:
         rows = len(X)
         codes = np.unique(all_codes, return_inverse=True)[1]
         load_before = os.getloadavg()[0]
+        if args.paired:
+            paired(case, X, codes, args, load_before)
+            continue
         rounds = []
         for _ in range(args.rounds):
             first.clear()
@@ -120,6 +128,27 @@ def main() -> None:
                 "median_auto_over_standard": float(np.median(
                     [a / s for s, _, a, _ in rounds])),
                 "rounds_s": [list(r) for r in rounds]}, not args.no_record)
+
+
+def paired(case: str, X: np.ndarray, codes: np.ndarray, args, load_before: float) -> None:
+    """``--paired``: the standard P and "auto" back to back, ``args.paired`` times."""
+    modes.input_affinities(X, args.perplexity, codes, "auto")
+    joint_affinities(X, args.perplexity)
+    std, diff = [], []
+    for _ in range(args.paired):
+        t0 = time.perf_counter()
+        joint_affinities(X, args.perplexity)
+        t1 = time.perf_counter()
+        got = modes.input_affinities(X, args.perplexity, codes, "auto")
+        t2 = time.perf_counter()
+        std.append(t1 - t0)
+        diff.append((t2 - t1) - (t1 - t0))
+    record({**run_meta(load_before), "case": f"auto-real-paired-{case}", "n": len(X),
+            "classes": int(codes.max()) + 1, "auto_mode": got.mode,
+            "standard_s": float(np.median(std)), "median_auto_minus_standard_s":
+            float(np.median(diff)), "auto_over_standard": float(
+                1 + np.median(diff) / np.median(std)), "standard_runs_s": std,
+            "differences_s": diff}, not args.no_record)
 
 
 if __name__ == "__main__":

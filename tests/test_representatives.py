@@ -24,6 +24,21 @@ def _dense(X, rows, cols):
     return np.sqrt(((X[rows][:, None, :] - X[cols][None, :, :]) ** 2).sum(-1))
 
 
+def _class_zero_asked(rng):
+    """Three shifted classes, their own lists and representatives, and an exact search of
+    class 0 (dense distances, ties in index order) that the other classes' points ask."""
+    X, codes = _shifted(rng)
+    own, _ = own_class_neighbors(X, codes, 20, method="exact")
+    target = np.flatnonzero(codes == 0)
+
+    def exact(Q, kq):
+        D = np.sqrt(((Q[:, None, :] - X[target][None, :, :]) ** 2).sum(-1))
+        o = np.argsort(D, axis=1, kind="stable")[:, :kq]
+        return target[o], np.take_along_axis(D, o, axis=1)
+    return (X, codes, own, representatives(codes, own), target, np.flatnonzero(codes != 0),
+            exact)
+
+
 def test_every_point_is_searched_or_has_enough_representatives(rng):
     X, codes = _shifted(rng)
     own, _ = own_class_neighbors(X, codes, 20, method="exact")
@@ -40,17 +55,8 @@ def test_every_point_is_searched_or_has_enough_representatives(rng):
 
 
 def test_shared_lists_are_the_nearest_candidates_and_nearly_exact(rng):
-    X, codes = _shifted(rng)
-    own, _ = own_class_neighbors(X, codes, 20, method="exact")
-    rep = representatives(codes, own)
-    target = np.flatnonzero(codes == 0)
-    queries = np.flatnonzero(codes != 0)
+    X, codes, own, rep, target, queries, exact = _class_zero_asked(rng)
     k = 8
-
-    def exact(Q, kq):
-        D = np.sqrt(((Q[:, None, :] - X[target][None, :, :]) ** 2).sum(-1))
-        o = np.argsort(D, axis=1)[:, :kq]
-        return target[o], np.take_along_axis(D, o, axis=1)
 
     idx, dist = lists_from_representatives(X, queries, own, rep, exact, k)
     direct = rep[queries]
@@ -170,17 +176,8 @@ def test_lists_written_into_blocks_are_the_returned_lists(rng):
     # the by-class searches write each query's list into its row's block of a table
     # (out=(idx, dist, rows, cols)); that must be the list returned without out, in the
     # rows and columns given, and nothing else of the table touched
-    X, codes = _shifted(rng)
-    own, _ = own_class_neighbors(X, codes, 20, method="exact")
-    rep = representatives(codes, own)
-    target = np.flatnonzero(codes == 0)
-    queries = np.flatnonzero(codes != 0)
+    X, codes, own, rep, target, queries, exact = _class_zero_asked(rng)
     k = 7
-
-    def exact(Q, kq):
-        D = np.sqrt(((Q[:, None, :] - X[target][None, :, :]) ** 2).sum(-1))
-        o = np.argsort(D, axis=1, kind="stable")[:, :kq]
-        return target[o], np.take_along_axis(D, o, axis=1)
 
     want_idx, want_dist = lists_from_representatives(X, queries, own, rep, exact, k)
     rows = rng.permutation(len(codes))[:len(queries)]
