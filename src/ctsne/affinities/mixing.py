@@ -20,7 +20,7 @@ from .._parallel import threaded
 from ..neighbors.brute import brute_knn
 from ..neighbors.merged import PROBE_SAMPLE
 from ..neighbors.search import drop_self
-from .calibration import NUMPY_BELOW_ENTRIES, PARALLEL_FROM_ENTRIES, calibrate
+from .calibration import PARALLEL_FROM_ENTRIES, calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
@@ -108,14 +108,14 @@ class PriorMixing:
                 f"{worst}: {self.class_ratio[worst]:.3f})")
 
 
-# The row pass (one comparison and two additions per entry, ~1.6 ns an entry on one
-# thread) is one serial build run in parts on ctsne's threads, from calibration's
-# PARALLEL_FROM_ENTRIES. Below MIXING_NUMPY_BELOW entries its numpy twin serves instead: it
-# needs no compile (the build costs ~1.0 CPU-s in a new environment) and takes ~30 ns an
+# The row passes (over P's CSR rows, _row_cross, ~1.6 ns an entry on one thread; over C's
+# table, _table_sums) are serial builds run in parts on ctsne's threads, from calibration's
+# PARALLEL_FROM_ENTRIES. Below MIXING_NUMPY_BELOW entries their numpy twins serve instead:
+# they need no compile (a build costs ~1.0 CPU-s in a new environment) and take ~30 ns an
 # entry (np.add.at), 30 ms at 1M entries (~11,000 points at perplexity 30), where a first
-# fit compiles for tens of seconds anyway. It was a prange kernel from 5M entries with the
-# twin below: "auto" keeping the standard P of 53,940 points (4.9M entries) spent 0.15 s
-# in the twin, against 8 ms compiled (2026-11-29).
+# fit compiles for tens of seconds anyway. The row pass was a prange kernel from 5M
+# entries with its twin below: "auto" keeping the standard P of 53,940 points (4.9M
+# entries) spent 0.15 s in the twin, against 8 ms compiled (2026-11-29).
 MIXING_NUMPY_BELOW = 1_000_000
 
 
@@ -192,7 +192,7 @@ def _table_sums(idx, cond, codes, rows_per, part_mass, part_cross, row_mass, row
             part_cross[part, ci] += x
 
 
-@_table_sums.small(below=NUMPY_BELOW_ENTRIES)
+@_table_sums.small(below=MIXING_NUMPY_BELOW)
 def _table_sums_small(idx, cond, codes, rows_per, part_mass, part_cross, row_mass,
                       row_cross):
     # the kernel's additions in its order, by np.add.at (which adds in the order given):

@@ -366,25 +366,29 @@ def _representatives(codes, own_idx, metric):
     return None if own_idx is None or metric != "euclidean" else representatives(codes, own_idx)
 
 
+def _asks_representatives(index, queries, rep) -> bool:
+    """Whether a far search asks the representatives only (``rep`` given, and a search
+    over more than :data:`REPS_FROM_PAIRS` pairs or one for the tolerant tree)."""
+    return rep is not None and (len(index.rows) * len(queries) > REPS_FROM_PAIRS
+                                or index.tolerant_for(len(queries)))
+
+
 def _search_into(index, X, queries, k, own_idx, rep, out):
     """``index``'s k nearest points to each of ``queries``, written into ``out`` = (idx,
     dist, rows, cols): query t's list at row ``rows[t]`` from column ``cols[t]``; with
     ``rep``, large searches ask the representatives only."""
-    idx, dist, rows, cols = out
-    if rep is not None and (len(index.rows) * len(queries) > REPS_FROM_PAIRS
-                            or index.tolerant_for(len(queries))):
+    if _asks_representatives(index, queries, rep):
         lists_from_representatives(X, queries, own_idx, rep, index.query, k, out=out)
         return
     i, d = index.query(X[queries], k)
-    place_rows(idx, dist, rows, cols, i, d)
+    place_rows(*out, i, d)
 
 
 def _search(index, X, queries, k, own_idx, rep):
-    """:func:`_search_into` a table of its own: row t for query t."""
-    idx, dist = np.empty((len(queries), k), dtype=np.int64), np.empty((len(queries), k))
-    _search_into(index, X, queries, k, own_idx, rep,
-                 (idx, dist, np.arange(len(queries)), np.zeros(len(queries), dtype=np.int64)))
-    return idx, dist
+    """:func:`_search_into`'s lists as a table of their own (row t for query t)."""
+    if _asks_representatives(index, queries, rep):
+        return lists_from_representatives(X, queries, own_idx, rep, index.query, k)
+    return index.query(X[queries], k)
 
 
 def other_class_neighbors(X, codes, k_other, method="auto", metric="euclidean",
