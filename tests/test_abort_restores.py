@@ -117,15 +117,15 @@ def test_ctrl_c_before_the_optimisation_aborts(tmp_path):
     (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
     script = textwrap.dedent("""
         import os, signal, sys
-        import ctsne.estimator.tsne as tsne
+        import ctsne.affinities.modes as modes
 
-        search = tsne.input_affinities
+        build = modes.Auto.build
 
-        def pressed(*args, **kwargs):
+        def pressed(self, *args, **kwargs):
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while P is being built
-            return search(*args, **kwargs)
+            return build(self, *args, **kwargs)
 
-        tsne.input_affinities = pressed
+        modes.Auto.build = pressed
         from ctsne.interfaces.cli.main import main
         sys.exit(main(sys.argv[1:]))
     """)

@@ -8,7 +8,7 @@ from ctsne.affinities import modes
 from ctsne.affinities.balanced import balanced_from_lists, balanced_lists
 from ctsne.affinities.mixing import table_mixing
 from ctsne.affinities.standard import joint_affinities, standard_conditional
-from ctsne.neighbors import merged, search
+from ctsne.neighbors import merged, provider, search
 from ctsne.neighbors.merged import apart_share, merged_standard_lists
 
 
@@ -220,14 +220,15 @@ def _spy(monkeypatch, module, name):
 def test_auto_with_the_balanced_lists_first_gives_the_p_it_chose_before(rng, small_block_tree,
                                                                          monkeypatch):
     X, codes = _many_classes(rng)
-    merges = _spy(monkeypatch, modes, "exact_merged_lists")
-    searches = _spy(monkeypatch, modes, "standard_conditional")
+    merges = _spy(monkeypatch, provider, "exact_merged_lists")
+    searches = _spy(monkeypatch, provider, "nearest_neighbors")
     got = modes.input_affinities(X, 10.0, codes, "auto")
     assert got.mode == "balanced" and merges == ["exact_merged_lists"]
     # the standard-first order: the standard search, then the balanced lists
-    monkeypatch.setattr(modes, "exact_merge", lambda *a, **kw: False)
+    monkeypatch.setattr(provider, "exact_merge", lambda *a, **kw: False)
     want = modes.input_affinities(X, 10.0, codes, "auto")
-    assert want.mode == "balanced" and len(searches) == 2
+    # the balanced-first order ran no standard search, the standard-first order one
+    assert want.mode == "balanced" and len(searches) == 1
     assert abs(got.P - want.P).max() == 0.0
     np.testing.assert_array_equal(got.cross_share.class_share, want.cross_share.class_share)
     np.testing.assert_array_equal(got.standard_mixing.class_cross,
@@ -240,7 +241,7 @@ def test_a_wrong_guess_keeps_the_standard_p_bit_for_bit(rng, small_block_tree, m
     codes = rng.permutation(codes)  # labels unrelated to the data: the standard P is kept
     monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)  # past the probe's gate
     monkeypatch.setattr(modes, "switch_expected", lambda *a: True)
-    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    merges = _spy(monkeypatch, provider, "exact_merged_lists")
     got = modes.input_affinities(X, 10.0, codes, "auto")
     assert merges and got.mode == "standard"
     assert abs(got.P - joint_affinities(X, 10.0)).max() == 0.0
@@ -255,7 +256,7 @@ def test_unrelated_labels_go_standard_first_without_the_trust(rng, small_block_t
     X, codes = _many_classes(rng)
     codes = rng.permutation(codes)
     trusts = _spy(monkeypatch, modes, "counterpart_trust")
-    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    merges = _spy(monkeypatch, provider, "exact_merged_lists")
     got = modes.input_affinities(X, 10.0, codes, "auto")
     assert got.mode == "standard" and not merges and not trusts
 
@@ -275,7 +276,7 @@ def test_the_probe_and_the_standard_search_share_one_tree(rng, small_block_tree,
     for a, b in zip(sampled_rows(X, codes, 10.0), sampled_rows(X, codes, 10.0, index=index),
                     strict=True):
         np.testing.assert_array_equal(a, b)
-    built = _spy(monkeypatch, modes, "ExactIndex")
+    built = _spy(monkeypatch, provider, "ExactIndex")
     searched = _spy(monkeypatch, search, "ExactIndex")  # the search's own, not built
     got = modes.input_affinities(X, 10.0, codes, "auto")
     assert built == ["ExactIndex"] and not searched and got.mode == "standard"
@@ -288,7 +289,7 @@ def test_nine_classes_are_not_merged_from_per_class_blocks(rng, small_block_tree
     # other class a block of its own (eight other classes): those lists are not pooled
     X, codes = _many_classes(rng, classes=9)
     assert merged.exact_merge(X, codes, 30)
-    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    merges = _spy(monkeypatch, provider, "exact_merged_lists")
     monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)  # a guess for the balanced order
     monkeypatch.setattr(modes, "switch_expected", lambda *a: True)
     got = modes.input_affinities(X, 10.0, rng.permutation(codes), "auto")
@@ -355,7 +356,7 @@ def test_auto_gives_one_p_whichever_order(kind, small_block_tree, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(modes, "exact_merge", lambda *a, **kw: False)
         standard_first = modes.input_affinities(X, 10.0, codes, "auto")
-    merges = _spy(monkeypatch, modes, "exact_merged_lists")
+    merges = _spy(monkeypatch, provider, "exact_merged_lists")
     monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)
     monkeypatch.setattr(modes, "switch_expected", lambda *a: True)
     balanced_first = modes.input_affinities(X, 10.0, codes, "auto")

@@ -32,12 +32,18 @@ equal to it in every prior), with ``combine="joint"`` and ``combine="product"`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.sparse as sp
 
-from ..neighbors.by_class import other_class_neighbors, own_class_neighbors
+from ..neighbors.by_class import own_class_neighbors
+from ..neighbors.class_lists import (
+    K_MIN,
+    OTHER_SHARE,
+    PER_CLASS_UP_TO,
+    BalancedLists,
+    class_lists,
+    other_block_width,
+)
 from ..neighbors.pooled import pooled_other_neighbors
 from .calibration import block_perplexity, calibrate_blocks
 from .options import default_within_weight, n_neighbors_for
@@ -45,23 +51,8 @@ from .symmetry import symmetrize
 
 __all__ = ["K_MIN", "OTHER_SHARE", "PER_CLASS_UP_TO", "TAIL_MASS", "BalancedLists",
            "balanced_affinities", "balanced_from_lists", "balanced_lists", "block_perplexity",
-           "other_block_width", "revised_affinities"]
+           "other_block_width", "revised_affinities", "revised_from_lists"]
 
-# Up to this many other classes each gets a block of its own (L − 1 searches with a
-# small k, about one full search in all); above, the other classes are pooled.
-PER_CLASS_UP_TO = 8
-# Fewest neighbours of a per-class block (its perplexity is a third of that).
-K_MIN = 10
-# The per-class blocks of a row hold about this share of k neighbours in all. Fewer would
-# cut P's entries (a label-balanced P had ~2.4× the standard P's non-zeros before the
-# tail below was trimmed, ~1.5× after, and the attraction's cost follows them), but every
-# point then has fewer counterparts: on the
-# five integration sets of REPORT §12 (2026-11-27) a share of 0.5 lowered the within-batch
-# 15-NN preservation on all 15 runs (3 seeds; by 0.003–0.016) and the overall score on 11;
-# 0.25 lowered both on 10 and 9 of 10 runs (by up to 0.034 and 0.045); 2.0 raised them by
-# at most 0.008 and 0.004 (on the three-batch sets: with two classes a block is capped at
-# k). More entries cost time for little; fewer cost structure (BENCHMARKS.md).
-OTHER_SHARE = 1.0
 # Each block of a row keeps the entries that hold 1 − TAIL_MASS of its mass (the rest, its
 # farthest neighbours, are dropped and the block scaled back to its weight, so the shares
 # across classes stay exact). A block's Gaussian puts little on its far end, and the
@@ -73,12 +64,6 @@ OTHER_SHARE = 1.0
 # of the entries, attraction 21.2 → 14.9 s, 10-NN preservation 0.140 → 0.151, the prior's
 # and the complement's label homogeneity unchanged (BENCHMARKS.md).
 TAIL_MASS = 0.05
-
-
-def other_block_width(k: int, L: int) -> int:
-    """Neighbours in each per-class block of a point with ``L − 1`` other classes:
-    ``min(k, max(K_MIN, ⌈OTHER_SHARE·k/(L − 1)⌉))``."""
-    return min(k, max(K_MIN, int(np.ceil(OTHER_SHARE * k / (L - 1)))))
 
 
 def _finish(idx_blocks, dist_blocks, weights, perplexity, k, tail=0.0) -> sp.csr_matrix:
@@ -128,52 +113,13 @@ def _own_block(X, codes, perplexity, mode, within_weight, known, **search):
     return codes, k, search, own_idx, own_dist, weight
 
 
-@dataclass
-class BalancedLists:
-    """The neighbour lists of a label-balanced P, before any weight is chosen.
-
-    Attributes
-    ----------
-    codes : ndarray of int64 (n,)
-    k : int
-        Own-class neighbours per point (3·perplexity).
-    own_idx, own_dist : ndarray (n, k)
-    other_idx, other_dist : ndarray
-        Per-class blocks of ``block_width`` columns, or one pooled list of k.
-    block_width : int or None
-        None when the other classes are pooled (more than :data:`PER_CLASS_UP_TO`).
-    """
-
-    codes: np.ndarray
-    k: int
-    own_idx: np.ndarray
-    own_dist: np.ndarray
-    other_idx: np.ndarray
-    other_dist: np.ndarray
-    block_width: int | None
-
-
 def balanced_lists(X, codes, perplexity, neighbors="auto", metric="euclidean",
-                   random_state=None, n_jobs=None, known=None,
-                   far_search="scan", own=None) -> BalancedLists:
-    """Each point's own-class and other-class neighbour lists (the searches of
-    :func:`balanced_affinities`); parameters as there, and ``own``: the own-class lists
-    (idx, dist) (n, k), already found (:mod:`ctsne.neighbors.own_first`)."""
-    codes = np.asarray(codes, dtype=np.int64)
-    k = n_neighbors_for(perplexity, len(codes))
-    search = {"method": neighbors, "metric": metric, "random_state": random_state,
-              "n_jobs": n_jobs}
-    own_idx, own_dist = own if own is not None else own_class_neighbors(
-        X, codes, k, known=known, **search)
-    L = int(codes.max()) + 1
-    if L - 1 > PER_CLASS_UP_TO:
-        o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
-                                               far_search=far_search, **search)
-        return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, None)
-    k_other = other_block_width(k, L)
-    o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx,
-                                          far_search=far_search, **search)
-    return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, k_other)
+                   random_state=None, n_jobs=None, known=None, far_search="scan",
+                   own=None) -> BalancedLists:
+    """The lists of :func:`balanced_affinities` at k = 3·perplexity
+    (:func:`ctsne.neighbors.class_lists.class_lists`, whose parameters these are)."""
+    return class_lists(X, codes, n_neighbors_for(perplexity, len(codes)), neighbors, metric,
+                       random_state, n_jobs, known, far_search, own)
 
 
 def balanced_from_lists(lists: BalancedLists, own_weight, perplexity,
@@ -262,6 +208,15 @@ def revised_affinities(X, codes, perplexity, within_weight=None, neighbors="auto
     codes, k, search, own_idx, own_dist, alpha = _own_block(
         X, codes, perplexity, "revised", within_weight, known,
         method=neighbors, metric=metric, random_state=random_state, n_jobs=n_jobs)
-    o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
-                                           far_search=far_search, **search)
-    return _finish([own_idx, o_idx], [own_dist, o_dist], [alpha, 1.0], perplexity, k)
+    other = pooled_other_neighbors(X, codes, k, own_idx=own_idx, far_search=far_search,
+                                   **search)
+    return revised_from_lists((own_idx, own_dist), other, alpha, perplexity)
+
+
+def revised_from_lists(own: tuple, other: tuple, alpha: float,
+                       perplexity: float) -> sp.csr_matrix:
+    """Revised ct-SNE's P from each point's own-class lists ``own`` and pooled other-class
+    lists ``other`` (each ``(idx, dist)``, k columns), α on the first."""
+    (own_idx, own_dist), (o_idx, o_dist) = own, other
+    return _finish([own_idx, o_idx], [own_dist, o_dist], [alpha, 1.0], perplexity,
+                   own_idx.shape[1])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["AFFINITIES", "WITHIN_WEIGHT", "check_affinity_params", "default_within_weight",
-           "n_neighbors_for"]
+           "mode_name", "n_neighbors_for"]
 
 AFFINITIES = ("auto", "standard", "balanced", "revised")
 
@@ -44,8 +44,32 @@ def default_within_weight(mode: str) -> float:
     return WITHIN_WEIGHT[mode]
 
 
+def mode_name(affinities):
+    """The name of an ``affinities`` value: the string itself, or a mode object's ``name``
+    (:mod:`ctsne.affinities.modes`); None for anything else."""
+    if isinstance(affinities, str):
+        return affinities
+    if callable(getattr(affinities, "build", None)):
+        return getattr(affinities, "name", None)
+    return None
+
+
 def check_affinity_params(affinities, within_weight) -> None:
-    """Reject an unknown mode or a weight outside (0, 1] before any work."""
+    """Reject an unknown mode or a weight outside (0, 1] before any work.
+
+    ``affinities`` is a mode's name or a mode object of :mod:`ctsne.affinities.modes`,
+    which carries its own weight (then ``within_weight`` must be None).
+    """
+    if not isinstance(affinities, str) and mode_name(affinities) is not None:
+        if within_weight is not None:
+            raise ValueError(f"within_weight={within_weight!r} given besides the affinity "
+                             f"object {affinities!r}: give the weight to the object, e.g. "
+                             f"Balanced(within_weight={within_weight!r})")
+        if affinities.name not in AFFINITIES:  # a mode of the caller's own checks itself
+            affinities.check()
+            return
+        affinities, within_weight = affinities.name, getattr(affinities, "within_weight",
+                                                             None)
     if affinities not in AFFINITIES:
         raise ValueError(f"affinities must be one of {AFFINITIES}, got {affinities!r}")
     if within_weight is None:

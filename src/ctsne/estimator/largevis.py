@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..affinities.calibration import calibrate
-from ..affinities.modes import Affinities, input_affinities
+from ..affinities.graphs import PerplexityGraph
 from ..affinities.options import n_neighbors_for
 from .parameters import with_parameters
 from .umap import GraphEmbedding
@@ -95,13 +95,12 @@ class ConditionalLargeVis(GraphEmbedding):
         # a new point's conditional affinities, calibrated as a training row's were
         return calibrate(dist, self.perplexity)
 
-    def _build_graph(self, X: np.ndarray, classes: np.ndarray | None,
-                     search: dict) -> Affinities:
-        built = input_affinities(X, self.perplexity, classes, self.affinities,
-                                 self.within_weight, **search)
+    def _graph(self) -> PerplexityGraph:
+        return PerplexityGraph(self.perplexity)
+
+    def _edge_weights(self, P):
         # only the ratios matter to the sampling (edge e every max(w)/w_e epochs)
-        return Affinities(built.P / built.P.data.max(), built.mode, built.mixing,
-                          built.standard_mixing)
+        return P / P.data.max()
 
 
 ConditionalLargeVis.__doc__ = with_parameters(

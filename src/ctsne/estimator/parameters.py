@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..affinities.options import AFFINITIES, default_within_weight
+from ..affinities.options import AFFINITIES, default_within_weight, mode_name
 from ..neighbors.search import (
     APPROX_ABOVE,
     BLOCK_TREE_DIMS,
@@ -39,7 +39,7 @@ from ..prior import DEFAULT_BETA
 from ..torch_engine.device import BACKENDS, PRECISIONS
 
 __all__ = ["MAX_DIMS", "METHODS", "PARAMETERS", "PARAMETERS_MARKER", "Parameter",
-           "check_table", "parameters_section", "resolved", "with_parameters"]
+           "check_table", "mode_of", "parameters_section", "resolved", "with_parameters"]
 
 METHODS = ("auto", "exact", "bh", "fft")
 # Barnes-Hut's trees and the FFT grid exist up to these output dimensions.
@@ -91,6 +91,15 @@ def _one_of(*options: str) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, str) and v in options
 
 
+def mode_of(names: tuple[str, ...]) -> Callable[[Any], bool]:
+    # a mode's name, or a mode object: a built-in one of these names, or one's own
+    def accepts(v) -> bool:
+        name = mode_name(v)
+        return name in names or (not isinstance(v, str) and name is not None
+                                 and name not in AFFINITIES)
+    return accepts
+
+
 def _callbacks(v) -> bool:
     if v is None or callable(v):
         return True
@@ -115,7 +124,8 @@ def _resolve_within_weight(p: Mapping[str, Any]):
         return p["within_weight"]
     # "auto" and "balanced" choose each class's share from the data (cross_share): no
     # single value stands for it
-    return default_within_weight("revised") if p["affinities"] == "revised" else None
+    return (default_within_weight("revised") if mode_name(p["affinities"]) == "revised"
+            else None)
 
 
 def _integer_param(default: int, low: int, doc: str = "") -> Parameter:
@@ -221,7 +231,8 @@ PARAMETERS: dict[str, Parameter] = {
         "already gives every class its target cross-class share (a prior unrelated to the "
         "data), else the balanced one with each class's share chosen from the data "
         "(:mod:`ctsne.affinities.cross_share`; recorded in ``prior_mixing_.cross_share``).",
-        _one_of(*AFFINITIES), f"affinities must be one of {AFFINITIES}, got {{value!r}}"),
+        mode_of(AFFINITIES), f"affinities must be one of {AFFINITIES} or a mode object of "
+        "ctsne.affinities (e.g. Balanced(within_weight=0.7)), got {value!r}"),
     "within_weight": Parameter(
         None, "float",
         "\"balanced\" (and \"auto\" where it balances): the own-class share of each "

@@ -3,39 +3,38 @@
 from __future__ import annotations
 
 import numbers
-import sys
 import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from .._progress import progress_bar
+from ..affinities.graphs import PerplexityGraph
 from ..affinities.mixing import prior_mixing
-from ..affinities.modes import given_affinities, input_affinities, warn_if_separated
+from ..affinities.modes import Precomputed
+from ..affinities.options import mode_name
 from ..affinities.standard import joint_affinities
-from ..checks import check_spread
-from ..forces.gradient import ConditionalGradient
+from ..checks import check_spread, to_safe_scale
 from ..optimization.initialization import initial_embedding
 from ..optimization.optimizer import (
     EARLY_MOMENTUM,
     FINAL_MOMENTUM,
     OptimizerState,
     auto_learning_rate,
-    gradient_descent,
     in_order,
     run_in_order,
 )
-from ..prior import Prior, make_prior
-from .parameters import PARAMETERS, resolved, with_parameters
-from .validation import DescribedInput, check_P, check_params, check_X, threads
+from .base import ConditionalEmbedding, callback_list
+from .engine import NumbaEngine, choose_engine
+from .parameters import PARAMETERS, with_parameters
+from .validation import check_P, check_params, check_X, threads
 
 __all__ = ["ConditionalTSNE"]
 
 
-class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                      BaseEstimator):
+class ConditionalTSNE(ConditionalEmbedding):
     """Conditional t-SNE: a t-SNE embedding that factors out known labels.
 
     Pairs of points in the same prior class get weight α', pairs in different classes
@@ -146,28 +145,28 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         self.device = device
         self.precision = precision
 
+    _table = PARAMETERS
+    _method_name = "ct-SNE"
+
     # ------------------------------------------------------------------ validation
-    def _check_params(self, n: int, builds_affinities: bool = True) -> None:
+    def _check_params(self, n: int, builds_affinities: bool = True) -> NumbaEngine:
+        """Refuse invalid parameters before any work; the fit's engine."""
         check_params(self.get_params(deep=False), n, builds_affinities=builds_affinities)
-        if self.backend == "torch":  # torch, the device and the method, before any work
-            from ..torch_engine.device import check_torch_options
+        return self._engine()
 
-            check_torch_options(self.device, self.precision, self.method, self.n_components)
+    def _engine(self) -> NumbaEngine:
+        """The engine of ``backend``, ``device`` and ``precision``, chosen once per fit."""
+        key = (self.backend, self.device, self.precision, self.method, self.n_components)
+        cached = self.__dict__.get("_fit_engine")
+        if cached is None or cached[0] != key:
+            cached = (key, choose_engine(*key))
+            self.__dict__["_fit_engine"] = cached
+        return cached[1]
 
-    def __setstate__(self, state: dict) -> None:
-        # A model pickled by an earlier version lacks the parameters added since: they
-        # take their defaults, which reproduce what that version did.
-        for name, row in PARAMETERS.items():
-            state.setdefault(name, row.default)
-        super().__setstate__(state)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # the second positional argument is the prior, which is optional, not a target
-        tags.target_tags.required = False
-        # deterministic given random_state, so the invariance checks apply
-        tags.non_deterministic = False
-        return tags
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_fit_engine", None)  # a device handle; chosen again after loading
+        return state
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, prior=None, *, knn=None) -> ConditionalTSNE:
@@ -195,12 +194,17 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         self._record_feature_names(X, reset=True)
         X = check_X(X)
         n = X.shape[0]
-        self._check_params(n)
+        engine = self._check_params(n)
         check_spread(X)
+        mode = None
         if knn is not None:
             from ..affinities.precomputed import check_knn
 
-            knn = check_knn(knn, n)
+            if mode_name(self.affinities) in ("balanced", "revised"):
+                raise ValueError(f"affinities={self.affinities!r} searches its own "
+                                 "neighbours within and across classes; it cannot use "
+                                 "precomputed knn (use affinities='auto' or 'standard')")
+            mode = Precomputed(*check_knn(knn, n))
         self.__dict__.pop("input_provenance_", None)  # it described the previous data
         classes = self._encode_prior(prior, n)
         self._set_input(X)
@@ -209,22 +213,15 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         with threads(self.n_jobs):
             t0 = time.perf_counter()
             by = classes
-            if by is None and self.prior_ is not None and self.affinities != "auto":
+            if by is None and self.prior_ is not None and mode_name(self.affinities) != "auto":
                 by = self.prior_.joint_codes()  # e.g. revised P with beta=1 (plain Q)
-            if knn is None:
-                built, self.perplexity_ = self._affinities(X, by), float(self.perplexity)
-            else:
-                from ..affinities.precomputed import knn_affinities
-
-                if self.affinities in ("balanced", "revised"):
-                    raise ValueError(f"affinities={self.affinities!r} searches its own "
-                                     "neighbours within and across classes; it cannot use "
-                                     "precomputed knn (use affinities='auto' or 'standard')")
-                P, self.perplexity_ = knn_affinities(*knn, self.perplexity)
-                built = given_affinities(P, by)
-            self.P_, self.affinities_ = built.P, built.mode
-            self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
-            warn_if_separated(built, stacklevel=4)  # the user's call to fit (through fit_transform)
+            # the user's call to fit (through fit_transform)
+            built = self._build_affinities(to_safe_scale(X), by, PerplexityGraph(self.perplexity),
+                                           random_state=self.random_state, mode=mode,
+                                           engine=engine, stacklevel=4)
+            self.P_ = built.P
+            self.perplexity_ = float(self.perplexity if built.perplexity is None
+                                     else built.perplexity)
             self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
             self._optimize_from(Y0)
         return self.embedding_
@@ -322,31 +319,6 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
             self.kl_divergence_ = self.kl_divergence()
         return self
 
-    def _set_input(self, X: np.ndarray) -> None:
-        self.n_features_in_ = X.shape[1]
-        self._n_features_out = self.n_components
-        self.training_data_ = X
-
-    def _encode_prior(self, prior, n: int) -> np.ndarray | None:
-        """Set ``prior_``, ``alpha_`` and ``beta_`` (only here); the joint classes, or None
-        when there is no prior or it does not split the points."""
-        if isinstance(prior, Prior):
-            if prior.n != n:
-                raise ValueError(f"the prior encodes {prior.n} points, the model has {n}")
-            self.prior_ = prior
-        else:
-            self.prior_ = make_prior(prior, n, beta=resolved(self.get_params(deep=False),
-                                                              "beta"),
-                                     alpha=self.alpha, combine=self.combine,
-                                     missing=self.missing)
-        if self.prior_ is None:
-            self.alpha_ = self.beta_ = 1.0
-            return None
-        a, b = self.prior_.alphas, self.prior_.betas
-        self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
-        self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
-        return None if self.prior_.is_trivial else self.prior_.joint_codes()
-
     def _optimize_from(self, Y0: np.ndarray) -> None:
         """Both phases (early exaggeration, then the plain objective) from ``Y0``.
 
@@ -402,67 +374,20 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         plain = clone(self).set_params(callbacks=None)
         return plain.fit_affinities(P, None, init=self.initial_embedding_, X=X, kind=kind)
 
-    def _affinities(self, X: np.ndarray, classes: np.ndarray | None):
-        t0 = time.perf_counter()
-        bar = None
-        if self.verbose:
-            bar = progress_bar(X.shape[0], "neighbours", "pt", leave=False)
-
-        def progress(done, total):
-            bar.update(done - bar.n)
-
-        labelled = None if self.prior_ is None else ~self.prior_.missing_mask()
-        if self.backend == "torch":
-            from ..torch_engine.affinities import device_affinities
-            from ..torch_engine.device import check_torch_options
-
-            device, dtype = check_torch_options(self.device, self.precision, self.method,
-                                                self.n_components)
-            built, _ = device_affinities(X, self.perplexity, classes, self.affinities,
-                                         self.within_weight, self.neighbors, self.metric,
-                                         self.random_state, self.n_jobs, labelled,
-                                         device=device, work_dtype=dtype)
-        else:
-            built = input_affinities(X, self.perplexity, classes, self.affinities,
-                                     self.within_weight, neighbors=self.neighbors,
-                                     metric=self.metric, random_state=self.random_state,
-                                     n_jobs=self.n_jobs,
-                                     progress=progress if bar is not None else None,
-                                     labelled=labelled)
-        if bar is not None:
-            bar.close()
-            for line in built.describe(time.perf_counter() - t0):
-                print(f"ctsne: {line}", file=sys.stderr)
-        return built
-
-    def _gradient(self) -> ConditionalGradient:
-        if self.backend == "torch":
-            from ..torch_engine.device import check_torch_options
-            from ..torch_engine.gradient import TorchGradient
-
-            device, dtype = check_torch_options(self.device, self.precision, self.method,
-                                                self.n_components)
-            return TorchGradient(self.P_, self.prior_, self.n_components, self.method,
-                                 device, dtype)
-        method = self.method
-        if method == "auto" and self.n_components > 3:
-            method = "exact"
-        return ConditionalGradient(self.P_, self.prior_, self.n_components, method,
-                                   {"bh": {"theta": self.theta}}, in_locality_order=True)
+    def _gradient(self):
+        """The fit's gradient on its engine (``ConditionalGradient`` on numba)."""
+        return self._engine().gradient(self.P_, self.prior_, self.n_components, self.method,
+                                       self.theta)
 
     def _run(self, n_iter: int, exaggeration: float, momentum: float,
-             learning_rate=None, grad: ConditionalGradient | None = None) -> None:
+             learning_rate=None, grad=None) -> None:
         if n_iter == 0:
             return
         n = self.embedding_.shape[0]
         lr = self.learning_rate if learning_rate is None else learning_rate
         if lr == "auto":
             lr = auto_learning_rate(n, exaggeration)
-        callbacks = self.callbacks
-        if callbacks is None:
-            callbacks = []
-        elif callable(callbacks):
-            callbacks = [callbacks]
+        callbacks = callback_list(self.callbacks)
         t0 = time.perf_counter()
         if grad is None:
             grad = self._gradient()
@@ -471,12 +396,9 @@ class ConditionalTSNE(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transform
         if self.verbose:
             phase = "early exaggeration" if exaggeration != 1 else "optimisation"
             bar = progress_bar(n_iter, phase, "it")
-        descend = gradient_descent
-        if self.backend == "torch":
-            from ..torch_engine.optimizer import torch_gradient_descent as descend
         try:
             res = run_in_order(
-                descend, self.embedding_, grad, n_iter, lr, momentum, exaggeration,
+                self._engine().descend, self.embedding_, grad, n_iter, lr, momentum, exaggeration,
                 state=self._state, max_step_norm=self.max_step_norm, callbacks=callbacks,
                 callbacks_every_iters=self.callbacks_every_iters, progress=bar,
             )

@@ -29,35 +29,27 @@ kernel.
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from .._progress import progress_bar
-from ..affinities.balanced import balanced_from_lists, balanced_lists
-from ..affinities.counterpart import counterpart_trust
-from ..affinities.cross_share import choose_cross_share
-from ..affinities.fuzzy import fuzzy_graph, membership_strengths, smooth_knn
-from ..affinities.mixing import prior_mixing
-from ..affinities.modes import Affinities, warn_if_separated
-from ..affinities.options import default_within_weight
+from ..affinities.fuzzy import membership_strengths, smooth_knn
+from ..affinities.graphs import FuzzyGraph
 from ..checks import check_spread, to_safe_scale
 from ..forces.curve import fit_curve
-from ..neighbors.by_class import own_class_rows
-from ..neighbors.own_first import standard_through_classes
-from ..neighbors.search import is_exact_search, nearest_neighbors
+from ..neighbors.search import is_exact_search
 from ..optimization.negatives import NegativeSampler
 from ..optimization.sgd import edge_keys, epochs_per_sample, optimize_layout
 from ..optimization.spectral import pca_init, spectral_init
-from ..prior import Prior, make_prior
+from ..prior import Prior
+from .base import ConditionalEmbedding, callback_list
 from .parameters import with_parameters
 from .placement import encode_new_prior, reference_neighbors
 from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs
-from .validation import DescribedInput, check_X, threads
+from .validation import check_X, threads
 
 __all__ = ["ConditionalUMAP", "GraphEmbedding", "class_weights"]
 
@@ -105,12 +97,6 @@ def class_weights(prior: Prior, sources: list[np.ndarray] | None = None
     return joint, W
 
 
-def _callback_list(callbacks) -> list:
-    if callbacks is None:
-        return []
-    return [callbacks] if callable(callbacks) else list(callbacks)
-
-
 def _to_box(Y: np.ndarray) -> np.ndarray:
     """``Y`` rescaled per axis into ``[0, BOX]`` (an axis without range goes to 0)."""
     low = Y.min(axis=0)
@@ -118,11 +104,10 @@ def _to_box(Y: np.ndarray) -> np.ndarray:
     return BOX * (Y - low) / np.where(span > 0, span, 1.0)
 
 
-class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                     BaseEstimator):
+class GraphEmbedding(ConditionalEmbedding):
     """What ConditionalUMAP and ConditionalLargeVis share: all but the graph and the curve.
 
-    Subclasses set ``_table`` (their parameter table) and implement ``_build_graph``,
+    Subclasses set ``_table`` (their parameter table) and implement ``_graph``,
     ``_curve``, ``_n_reference`` and ``_new_weights``.
     """
 
@@ -130,9 +115,13 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
     _method_name = "conditional UMAP"  # in messages
 
     # ------------------------------------------------------------------ hooks
-    def _build_graph(self, X, classes, search) -> Affinities:  # pragma: no cover
-        """The graph (``Affinities.P``, largest weight 1), its mode and diagnostics."""
+    def _graph(self):  # pragma: no cover
+        """The graph family of :mod:`ctsne.affinities.graphs` the method lays out."""
         raise NotImplementedError
+
+    def _edge_weights(self, P: sp.csr_matrix) -> sp.csr_matrix:
+        """The layout's edge weights from the built graph (largest weight 1)."""
+        return P
 
     def _curve(self) -> tuple[float, float]:  # pragma: no cover
         """``(a, b)`` of the map's similarity ``1 / (1 + a·d^(2b))``."""
@@ -149,23 +138,11 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
     # ------------------------------------------------------------------ conventions
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # the second positional argument is the prior, which is optional, not a target
-        tags.target_tags.required = False
         # a seed fixes the map on one thread only: the SGD's updates race on several
         tags.non_deterministic = self.n_jobs != 1
         return tags
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, prior=None):
-        """Embed ``X`` factoring out ``prior``; see :meth:`fit_transform`.
-
-        Returns
-        -------
-        self
-        """
-        self.fit_transform(X, prior)
-        return self
-
     def fit_transform(self, X, prior=None, y=None) -> np.ndarray:
         """Embed ``X`` (n, p) factoring out ``prior`` and return the embedding.
 
@@ -192,26 +169,19 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
         a, b = self._curve()  # refuses a curve it cannot fit, before the search
         self.__dict__.pop("input_provenance_", None)  # it described the previous data
         classes = self._encode_prior(prior, n)  # refuses β' out of range, before the search
-        self.n_features_in_, self._n_features_out = X.shape[1], self.n_components
-        self.training_data_ = X
+        self._set_input(X)
         self.a_, self.b_ = float(a), float(b)
         self.n_epochs_ = int(default_epochs(n) if self.n_epochs is None else self.n_epochs)
         # one stream for everything random, so that a seed fixes the whole fit
         seeds = np.random.default_rng(self.random_state).integers(_SEED_HIGH, size=3)
-        search = {"neighbors": self.neighbors, "metric": self.metric,
-                  "random_state": None if self.random_state is None else int(seeds[0]),
-                  "n_jobs": self.n_jobs}
+        search_seed = None if self.random_state is None else int(seeds[0])
         with threads(self.n_jobs):
             t0 = time.perf_counter()
-            built = self._build_graph(to_safe_scale(X), classes, search)
-            self.graph_, self.affinities_ = built.P, built.mode
-            self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
             # the user's fit (through fit_transform)
-            warn_if_separated(built, stacklevel=4, method=self._method_name)
+            built = self._build_affinities(to_safe_scale(X), classes, self._graph(),
+                                           random_state=search_seed, stacklevel=4)
+            self.graph_ = self._edge_weights(built.P)
             t1 = time.perf_counter()
-            if self.verbose:
-                for line in built.describe(t1 - t0):
-                    print(f"ctsne: {line}", file=sys.stderr)
             Y = self._start(X, given, classes, int(seeds[1]))
             t2 = time.perf_counter()
             sampler = (NegativeSampler.uniform(n) if classes is None
@@ -236,20 +206,6 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
         if not np.all(np.isfinite(Y)):
             raise ValueError("init array contains NaN or infinite values")
         return Y
-
-    def _encode_prior(self, prior, n: int) -> np.ndarray | None:
-        """Set ``prior_``, ``alpha_`` and ``beta_``; the joint classes, or None when there
-        is no prior or it does not split the points."""
-        beta = self._table["beta"].resolve(self.get_params(deep=False))
-        self.prior_ = make_prior(prior, n, beta=beta, alpha=self.alpha, combine=self.combine,
-                                 missing=self.missing)
-        if self.prior_ is None:
-            self.alpha_ = self.beta_ = 1.0
-            return None
-        a, b = self.prior_.alphas, self.prior_.betas
-        self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
-        self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
-        return None if self.prior_.is_trivial else self.prior_.joint_codes()
 
     def _start(self, X: np.ndarray, given: np.ndarray | None, classes: np.ndarray | None,
                seed: int) -> np.ndarray:
@@ -286,7 +242,7 @@ class GraphEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Transforme
         bar = None
         if self.verbose:
             bar = progress_bar(n_epochs, "transform" if Y_ref is not None else "epochs", "ep")
-        user = [] if Y_ref is not None else _callback_list(self.callbacks)
+        user = [] if Y_ref is not None else callback_list(self.callbacks)
         every = max(1, n_epochs // 50)
         if user:  # the progress bar's calls are frequent and cheap; a user's may be neither
             every = int(self.callbacks_every_iters)
@@ -486,61 +442,8 @@ class ConditionalUMAP(GraphEmbedding):
         # self); new row i is not training point i, so the indices are shifted past the rows
         return membership_strengths(idx + len(idx), dist, sigmas, rhos)
 
-    def _build_graph(self, X: np.ndarray, classes: np.ndarray | None,
-                     search: dict) -> Affinities:
-        if classes is not None and self.affinities == "balanced":
-            G = self._balanced(X, classes, search, None)
-            return Affinities(G, "balanced", prior_mixing(G, classes))
-        # where the prior separates the data, the lists come from the own-class searches
-        # (the same lists, in less time; ctsne.neighbors.own_first)
-        through = None
-        if classes is not None and self.affinities == "auto":
-            through = standard_through_classes(X, classes, self.n_neighbors - 1,
-                                               search["neighbors"], search["metric"],
-                                               search["n_jobs"])
-        idx, dist = (through.idx, through.dist) if through is not None else nearest_neighbors(
-            X, self.n_neighbors - 1, method=search["neighbors"], metric=search["metric"],
-            random_state=search["random_state"], n_jobs=search["n_jobs"])
-        G = fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
-                        self.local_connectivity)
-        if classes is None:
-            return Affinities(G, "standard", None)
-        mixing = prior_mixing(G, classes)  # normalises G to sum 1 itself
-        if self.affinities == "standard":
-            return Affinities(G, "standard", mixing)
-        # ConditionalTSNE's rule (ctsne.affinities.cross_share) on the fuzzy graph's shares
-        choice = choose_cross_share(mixing.class_expected, mixing.class_cross,
-                                    counterpart_trust(X, classes), mixing.separates)
-        if choice.mode == "standard":
-            return Affinities(G, "standard", mixing, cross_share=choice)
-        own = 1.0 - choice.class_share
-        if self.within_weight is not None:
-            own = float(self.within_weight)
-            choice.class_share = np.full(len(choice.class_share), 1.0 - own)
-            choice.reason += f"; own-class share {own:g} as given (within_weight)"
-        if through is not None:
-            G = self._balanced(X, classes, search, None, own,
-                               own_lists=(through.own_idx, through.own_dist))
-        else:  # rows whose list is all own-class need no new own-class search
-            mask = own_class_rows(idx, classes)
-            G = self._balanced(X, classes, search, (idx, dist, mask), own)
-        return Affinities(G, "balanced", prior_mixing(G, classes), standard_mixing=mixing,
-                          cross_share=choice)
-
-    def _balanced(self, X, classes, search, known, own=None,
-                  own_lists=None) -> sp.csr_matrix:
-        """The label-balanced P on ``n_neighbors − 1`` neighbours, largest weight 1
-        (``own_lists``: the own-class lists, already found)."""
-        # perplexity k/3 gives balanced_affinities blocks of exactly k = n_neighbors − 1
-        # neighbours, the fuzzy graph's lists (reused through ``known``)
-        perplexity = (self.n_neighbors - 1) / 3.0
-        if own is None:
-            own = (default_within_weight("balanced") if self.within_weight is None
-                   else self.within_weight)
-        lists = balanced_lists(X, classes, perplexity, known=known, own=own_lists, **search)
-        # every neighbour of the lists: the tail trim (TAIL_MASS) is measured for t-SNE
-        P = balanced_from_lists(lists, own, perplexity, tail=0.0)
-        return P / P.data.max()
+    def _graph(self) -> FuzzyGraph:
+        return FuzzyGraph(self.n_neighbors, self.set_op_mix_ratio, self.local_connectivity)
 
 
 ConditionalUMAP.__doc__ = with_parameters(

@@ -20,11 +20,18 @@ from typing import Any
 from ..affinities.options import (
     AFFINITIES,
     check_affinity_params,
-    default_within_weight,
 )
 from ..forces.curve import check_curve
 from ..prior import DEFAULT_BETA
-from .parameters import PARAMETERS, Parameter, _finite, _integer, _random_state, check_table
+from .parameters import (
+    PARAMETERS,
+    Parameter,
+    _finite,
+    _integer,
+    _random_state,
+    check_table,
+    mode_of,
+)
 from .validation import check_one_weight, check_perplexity
 
 __all__ = ["EPOCHS_LARGE", "EPOCHS_SMALL", "LARGEVIS_AFFINITIES", "LARGEVIS_PARAMETERS",
@@ -133,8 +140,8 @@ def _init_row(graph: str) -> Parameter:
 def _affinities_row(modes: tuple[str, ...], doc: str) -> Parameter:
     return Parameter(
         "auto", "{" + ", ".join(f'"{m}"' for m in modes) + "}", doc,
-        lambda v: isinstance(v, str) and v in modes,
-        f"affinities must be one of {modes}, got {{value!r}}")
+        mode_of(modes), f"affinities must be one of {modes} or a mode object of "
+        "ctsne.affinities of these names, got {value!r}")
 
 
 _TAIL = {
@@ -161,8 +168,9 @@ _TAIL = {
     "callbacks_every_iters": _row("callbacks_every_iters", "Epochs between callback calls."),
 }
 
-_WITHIN = (f"Own-class share of each point's affinities in the label-balanced graph, in "
-           f"(0, 1), default {default_within_weight('balanced')}")
+_WITHIN = ("Own-class share of each point's affinities in the label-balanced graph, in "
+           "(0, 1); default: chosen per class from the data, as ConditionalTSNE chooses it "
+           "(:mod:`ctsne.affinities.cross_share`)")
 
 # "balanced" lays out the label-balanced P with its own relative weights (P / max P),
 # sampled as UMAP samples memberships. Measured on tests/test_umap.py's separated set

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from ..affinities import balanced
 from ..affinities.balanced import PER_CLASS_UP_TO, other_block_width
 from ..affinities.mixing import prior_mixing, table_mixing
-from ..affinities.modes import Affinities, input_affinities
+from ..affinities.modes import Affinities, input_affinities, resolve_mode
 from ..affinities.options import default_within_weight, n_neighbors_for
 from ..checks import to_safe_scale
 from .calibration import calibrate_rows
@@ -185,7 +185,8 @@ def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities
     ----------
     X, perplexity, classes, affinities, within_weight, neighbors, metric, random_state,
     n_jobs, labelled
-        As for :func:`ctsne.affinities.modes.input_affinities`.
+        As for :func:`ctsne.affinities.modes.input_affinities` (``affinities`` a name or
+        a mode object of :mod:`ctsne.affinities.modes`).
     device : torch.device
     work_dtype : torch dtype, optional
         Type of the block distances that choose neighbours (float64 by default).
@@ -198,6 +199,8 @@ def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities
         Where the neighbours were searched ("device", "faiss" or "host").
     """
     torch = load_torch()
+    mode = resolve_mode(affinities, within_weight)
+    affinities, within_weight = mode.name, getattr(mode, "within_weight", None)
     X = to_safe_scale(X)
     n = X.shape[0]
     plan = search_plan(n, device, neighbors, metric)
@@ -206,9 +209,8 @@ def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities
     if not trivial and (ruled or (plan != "device" and affinities != "standard")):
         # the rule's choice, or by-class lists at this size: the numba engine's searches
         # (see the docstring)
-        built = input_affinities(X, perplexity, classes, affinities, within_weight,
-                                 neighbors=neighbors, metric=metric,
-                                 random_state=random_state, n_jobs=n_jobs,
+        built = input_affinities(X, perplexity, classes, mode, neighbors=neighbors,
+                                 metric=metric, random_state=random_state, n_jobs=n_jobs,
                                  labelled=labelled)
         return built, "host"
     Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)

@@ -1,0 +1,202 @@
+"""How a method turns neighbour lists into its input graph: t-SNE's P or UMAP's fuzzy graph.
+
+The affinity modes (:mod:`ctsne.affinities.modes`) decide *which* lists a fit's graph is
+built from (the standard lists, or own-class and other-class lists) and with what weight
+per class; a graph family decides how lists become edge weights. Two families:
+
+:class:`PerplexityGraph`
+    t-SNE's P (ConditionalTSNE, ConditionalLargeVis): each row a Gaussian calibrated to the
+    perplexity, ``P = (C + Cᵀ) / 2n``; label-balanced and revised P by blocks calibrated
+    apart (:mod:`ctsne.affinities.balanced`).
+:class:`FuzzyGraph`
+    UMAP's graph (ConditionalUMAP): each row's fuzzy memberships, their fuzzy union
+    (:mod:`ctsne.affinities.fuzzy`); the label-balanced graph is the balanced P on
+    ``n_neighbors − 1`` neighbours with every entry kept, divided by its largest entry.
+
+A family's :meth:`standard` returns a :class:`StandardGraph`: the standard graph before it
+is finished, which tells the "auto" rule how much of it crosses the prior's classes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..checks import warn_ties
+from .mixing import (
+    PriorMixing,
+    labelled_table,
+    prior_mixing,
+    random_level,
+    sampled_rows,
+    table_mixing_and_ratio,
+)
+from .options import n_neighbors_for
+from .symmetry import symmetrize
+
+__all__ = ["FuzzyGraph", "PerplexityGraph", "StandardGraph", "graph_cross_ratio"]
+
+
+class StandardGraph:
+    """A standard graph as the "auto" rule reads it, finished by :meth:`finish`."""
+
+    def diagnose(self, codes: np.ndarray) -> tuple[PriorMixing, np.ndarray]:
+        """The cross-class shares of the finished graph and each point's cross ratio
+        (:func:`ctsne.affinities.mixing.point_cross_ratio`)."""
+        raise NotImplementedError  # pragma: no cover
+
+    def diagnose_labelled(self, codes: np.ndarray, labelled: np.ndarray
+                          ) -> tuple[PriorMixing, np.ndarray, np.ndarray]:
+        """:meth:`diagnose` among the labelled points only, and their renumbered codes."""
+        raise NotImplementedError  # pragma: no cover
+
+    def finish(self) -> sp.csr_matrix:
+        """The graph itself (may reuse this object's arrays in place)."""
+        raise NotImplementedError  # pragma: no cover
+
+
+class _Table(StandardGraph):
+    # t-SNE's P before symmetrisation: the diagnostics read C's table in one pass
+    def __init__(self, idx: np.ndarray, cond: np.ndarray):
+        self.idx, self.cond = idx, cond
+
+    def diagnose(self, codes):
+        return table_mixing_and_ratio(self.idx, self.cond, codes)
+
+    def diagnose_labelled(self, codes, labelled):
+        sub_idx, sub_cond, sub_codes = labelled_table(self.idx, self.cond, codes, labelled)
+        return (*table_mixing_and_ratio(sub_idx, sub_cond, sub_codes), sub_codes)
+
+    def finish(self):
+        return symmetrize(self.idx, self.cond)  # reorders idx and cond in place
+
+
+class _Finished(StandardGraph):
+    # a graph built whole (UMAP's fuzzy union): the diagnostics read its rows
+    def __init__(self, G: sp.csr_matrix):
+        self.G = G
+
+    def diagnose(self, codes):
+        return prior_mixing(self.G, codes), graph_cross_ratio(self.G, codes)
+
+    def diagnose_labelled(self, codes, labelled):
+        labelled = np.asarray(labelled, dtype=bool)
+        sub = self.G[labelled][:, labelled].tocsr()
+        _, sub_codes = np.unique(np.asarray(codes)[labelled], return_inverse=True)
+        return prior_mixing(sub, sub_codes), graph_cross_ratio(sub, sub_codes), sub_codes
+
+    def finish(self):
+        return self.G
+
+
+def graph_cross_ratio(G: sp.spmatrix, codes: np.ndarray) -> np.ndarray:
+    """Each row's share of weight on other classes, over its class's random level.
+
+    The counterpart of :func:`ctsne.affinities.mixing.point_cross_ratio` for a graph
+    built whole: ``r_i = (Σ_{j ∉ class(i)} g_ij / Σ_j g_ij) / e_{class(i)}``.
+    """
+    G = sp.csr_matrix(G)
+    codes = np.asarray(codes, dtype=np.int64)
+    n = G.shape[0]
+    rows = np.repeat(np.arange(n), np.diff(G.indptr))
+    across = codes[G.indices] != codes[rows]
+    total = np.bincount(rows, weights=G.data, minlength=n)
+    cross = np.bincount(rows[across], weights=G.data[across], minlength=n)
+    expected = random_level(np.bincount(codes), n)[codes]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total > 0, cross / np.where(total > 0, total, 1.0), 0.0)
+        return np.where(expected > 0, share / np.where(expected > 0, expected, 1.0), 1.0)
+
+
+class PerplexityGraph:
+    """t-SNE's P at a perplexity: k = 3·perplexity neighbours per row.
+
+    Parameters
+    ----------
+    perplexity : float
+    """
+
+    supports = ("auto", "standard", "balanced", "revised", "precomputed")
+
+    def __init__(self, perplexity: float):
+        self.perplexity = float(perplexity)
+
+    def k(self, n: int) -> int:
+        """Neighbours per list for ``n`` points."""
+        return n_neighbors_for(self.perplexity, n)
+
+    def standard(self, lists, *, expect_classes: bool = False,
+                 own_search: bool = False) -> StandardGraph:
+        """The standard P of ``lists`` (:class:`ctsne.neighbors.provider.NeighborLists`),
+        its rows calibrated in the lists' own arrays."""
+        from .calibration import calibrate
+
+        idx, dist = lists.standard(self.k(len(lists.X)), expect_classes=expect_classes,
+                                   own_search=own_search)
+        warn_ties(dist, self.perplexity, lists.X, idx)
+        return _Table(idx, calibrate(dist, self.perplexity, out=dist))
+
+    def from_lists(self, idx: np.ndarray, dist: np.ndarray) -> sp.csr_matrix:
+        """P from given lists (calibrated in place)."""
+        from .calibration import calibrate
+
+        return symmetrize(idx, calibrate(dist, self.perplexity, out=dist))
+
+    def balanced(self, lists, own_weight) -> sp.csr_matrix:
+        """The label-balanced P of ``lists`` (:class:`~ctsne.affinities.balanced.BalancedLists`)."""
+        from .balanced import balanced_from_lists
+
+        return balanced_from_lists(lists, own_weight, self.perplexity)
+
+    def revised(self, own: tuple, other: tuple, alpha: float) -> sp.csr_matrix:
+        """Revised ct-SNE's P from the own-class and the pooled other-class lists."""
+        from .balanced import revised_from_lists
+
+        return revised_from_lists(own, other, alpha, self.perplexity)
+
+    def probe(self, lists):
+        """A sample of the standard P's rows, before it is built
+        (:func:`ctsne.affinities.mixing.sampled_rows`), asking the standard search's index."""
+        return sampled_rows(lists.X, lists.classes, self.perplexity, index=lists.index())
+
+
+class FuzzyGraph:
+    """UMAP's fuzzy graph on ``n_neighbors − 1`` neighbours (umap-learn's count).
+
+    Parameters
+    ----------
+    n_neighbors : int
+    set_op_mix_ratio, local_connectivity : float
+        As for :func:`ctsne.affinities.fuzzy.fuzzy_graph`.
+    """
+
+    supports = ("auto", "standard", "balanced")
+
+    def __init__(self, n_neighbors: int, set_op_mix_ratio: float = 1.0,
+                 local_connectivity: float = 1.0):
+        self.n_neighbors = int(n_neighbors)
+        self.set_op_mix_ratio = float(set_op_mix_ratio)
+        self.local_connectivity = float(local_connectivity)
+
+    def k(self, n: int) -> int:
+        return self.n_neighbors - 1
+
+    def standard(self, lists, *, expect_classes: bool = False,
+                 own_search: bool = False) -> StandardGraph:
+        from .fuzzy import fuzzy_graph
+
+        idx, dist = lists.standard(self.k(len(lists.X)), expect_classes=expect_classes,
+                                   own_search=own_search)
+        return _Finished(fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
+                                     self.local_connectivity))
+
+    def balanced(self, lists, own_weight) -> sp.csr_matrix:
+        from .balanced import balanced_from_lists
+
+        # perplexity k/3 gives blocks of exactly the fuzzy graph's k neighbours; every
+        # entry is kept (the tail trim, TAIL_MASS, is a choice for t-SNE's P)
+        P = balanced_from_lists(lists, own_weight, lists.k / 3.0, tail=0.0)
+        return P / P.data.max()
+
+    def probe(self, lists):
+        return None  # no sample of the fuzzy graph's rows: its standard lists go first

@@ -1,0 +1,139 @@
+"""What every conditional estimator shares: the prior, the parameters, the affinities.
+
+:class:`ConditionalEmbedding` is the base of ConditionalTSNE, ConditionalUMAP and
+ConditionalLargeVis. It holds the parts that do not depend on the method: the prior's
+encoding (α', β', the joint classes), the parameter table's defaults for models pickled by
+an earlier version, scikit-learn's tags, the callbacks, and the input graph built from the
+fit's neighbour lists (:class:`ctsne.neighbors.provider.NeighborLists`) by the affinity
+mode (:mod:`ctsne.affinities.modes`) in the method's graph family
+(:mod:`ctsne.affinities.graphs`), with the progress and the verbose report. A subclass
+holds its parameter table (``_table``), its name in messages and what its method does.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+
+from .._progress import progress_bar
+from ..affinities.modes import Affinities, AffinityMode, resolve_mode, warn_if_separated
+from ..neighbors.provider import NeighborLists
+from ..prior import Prior, make_prior
+from .parameters import Parameter
+from .validation import DescribedInput
+
+__all__ = ["ConditionalEmbedding", "callback_list"]
+
+
+def callback_list(callbacks) -> list:
+    """``callbacks`` (None, one callable or several) as a list."""
+    if callbacks is None:
+        return []
+    return [callbacks] if callable(callbacks) else list(callbacks)
+
+
+class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                           BaseEstimator):
+    """The shared base of the conditional estimators (module note)."""
+
+    _table: Mapping[str, Parameter] = {}
+    _method_name = "ct-SNE"  # in messages
+
+    # ------------------------------------------------------------------ conventions
+    def __setstate__(self, state: dict) -> None:
+        # A model pickled by an earlier version lacks the parameters added since: they
+        # take their defaults, which reproduce what that version did.
+        for name, row in self._table.items():
+            state.setdefault(name, row.default)
+        super().__setstate__(state)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # the second positional argument is the prior, which is optional, not a target
+        tags.target_tags.required = False
+        tags.non_deterministic = False  # a seed fixes the map (the invariance checks apply)
+        return tags
+
+    def fit(self, X, prior=None, **fit_params):
+        """Embed ``X`` factoring out ``prior``; see :meth:`fit_transform`.
+
+        Returns
+        -------
+        self
+        """
+        self.fit_transform(X, prior, **fit_params)
+        return self
+
+    # ------------------------------------------------------------------ the prior
+    def _encode_prior(self, prior, n: int) -> np.ndarray | None:
+        """Set ``prior_``, ``alpha_`` and ``beta_`` (only here); the joint classes, or None
+        when there is no prior or it does not split the points.
+
+        ``prior``: labels as :func:`ctsne.prior.make_prior` takes them, or an encoded
+        :class:`~ctsne.prior.Prior`, used as is (with its own α'/β').
+        """
+        if isinstance(prior, Prior):
+            if prior.n != n:
+                raise ValueError(f"the prior encodes {prior.n} points, the model has {n}")
+            self.prior_ = prior
+        else:
+            beta = self._table["beta"].resolve(self.get_params(deep=False))
+            self.prior_ = make_prior(prior, n, beta=beta, alpha=self.alpha,
+                                     combine=self.combine, missing=self.missing)
+        if self.prior_ is None:
+            self.alpha_ = self.beta_ = 1.0
+            return None
+        a, b = self.prior_.alphas, self.prior_.betas
+        self.alpha_ = float(a[0]) if len(a) == 1 else a.copy()
+        self.beta_ = float(b[0]) if len(b) == 1 else b.copy()
+        return None if self.prior_.is_trivial else self.prior_.joint_codes()
+
+    def _set_input(self, X: np.ndarray) -> None:
+        self.n_features_in_ = X.shape[1]
+        self._n_features_out = self.n_components
+        self.training_data_ = X
+
+    # ------------------------------------------------------------------ the affinities
+    def _affinity_mode(self) -> AffinityMode:
+        """The ``affinities`` parameter (a name or an object) as a mode object."""
+        return resolve_mode(self.affinities, self.within_weight)
+
+    def _build_affinities(self, X: np.ndarray, classes: np.ndarray | None, graph, *,
+                          random_state=None, mode: AffinityMode | None = None,
+                          engine=None, stacklevel: int = 2) -> Affinities:
+        """The input graph of ``X`` (at a safe scale) under ``classes``; records
+        ``affinities_``, ``prior_mixing_`` and ``standard_mixing_``, warns where a standard
+        graph cannot remove the prior and reports on stderr when verbose.
+
+        ``stacklevel`` counts from the caller of this method to the user's call.
+        """
+        t0 = time.perf_counter()
+        bar = progress = None
+        if self.verbose:
+            bar = progress_bar(X.shape[0], "neighbours", "pt", leave=False)
+
+            def progress(done, total):
+                bar.update(done - bar.n)
+
+        lists = NeighborLists(X, classes, method=self.neighbors, metric=self.metric,
+                              random_state=random_state, n_jobs=self.n_jobs, progress=progress)
+        labelled = None if self.prior_ is None else ~self.prior_.missing_mask()
+        mode = self._affinity_mode() if mode is None else mode
+        try:
+            built = (mode.build(lists, graph, labelled) if engine is None
+                     else engine.affinities(mode, lists, graph, labelled))
+        finally:
+            if bar is not None:
+                bar.close()
+        del lists
+        if self.verbose:
+            for line in built.describe(time.perf_counter() - t0):
+                print(f"ctsne: {line}", file=sys.stderr)
+        self.affinities_ = built.mode
+        self.prior_mixing_, self.standard_mixing_ = built.mixing, built.standard_mixing
+        warn_if_separated(built, stacklevel=stacklevel + 1, method=self._method_name)
+        return built
