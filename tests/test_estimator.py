@@ -65,17 +65,17 @@ def test_optimisation_lowers_kl_and_continues(blobs):
 def test_both_phases_share_one_gradient_and_time_it_once(blobs, monkeypatch):
     """The gradient (P's copy for the attraction, the KL's constant) is set up once per
     fit, for both phases; the stage timings add each phase's own seconds once."""
-    import ctsne.estimator.tsne as tsne
+    import ctsne.estimator.engine as engine
 
     built = []
-    real = tsne.ConditionalGradient
+    real = engine.ConditionalGradient
 
     class Counted(real):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             built.append(self)
 
-    monkeypatch.setattr(tsne, "ConditionalGradient", Counted)
+    monkeypatch.setattr(engine, "ConditionalGradient", Counted)
     X, labels = blobs
     model = ConditionalTSNE(random_state=0, **FAST).fit(X, labels)
     assert len(built) == 1

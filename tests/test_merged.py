@@ -354,7 +354,7 @@ def test_auto_gives_one_p_whichever_order(kind, small_block_tree, monkeypatch):
     X[rng.integers(0, n, 20)] = X[rng.integers(0, n, 20)]
     chosen = modes.input_affinities(X, 10.0, codes, "auto")
     with monkeypatch.context() as m:
-        m.setattr(modes, "exact_merge", lambda *a, **kw: False)
+        m.setattr(provider, "exact_merge", lambda *a, **kw: False)
         standard_first = modes.input_affinities(X, 10.0, codes, "auto")
     merges = _spy(monkeypatch, provider, "exact_merged_lists")
     monkeypatch.setattr(modes, "SHARE_OF_RANDOM", 10.0)

@@ -108,8 +108,11 @@ def test_bad_parameters_are_refused_before_any_work(monkeypatch, params, match):
     def no_search(*args, **kwargs):
         raise AssertionError("the neighbour search ran before the parameters were checked")
 
-    monkeypatch.setattr(umap_module, "nearest_neighbors", no_search)
-    monkeypatch.setattr(umap_module, "balanced_lists", no_search)
+    # every list of a fit comes through its provider
+    from ctsne.neighbors import provider
+
+    monkeypatch.setattr(provider, "nearest_neighbors", no_search)
+    monkeypatch.setattr(provider, "class_lists", no_search)
     X = np.random.default_rng(0).normal(size=(200, 5))
     prior = np.repeat([0, 1], 100)
     with pytest.raises(ValueError, match=match):

@@ -121,16 +121,18 @@ class NeighborLists:
                     return through.idx, through.dist
                 if merge_first(X, codes, k, self.method, self.metric):
                     lists = self.balanced(k)
-                    self.exact_standard = False
-                    return merged_standard_lists(X, lists.own_idx, lists.own_dist,
-                                                 lists.other_idx, lists.other_dist,
-                                                 lists.block_width, k, self.metric,
-                                                 self.n_jobs)
+                    found = merged_standard_lists(X, lists.own_idx, lists.own_dist,
+                                                  lists.other_idx, lists.other_dist,
+                                                  lists.block_width, k, self.metric,
+                                                  self.n_jobs)
+                    if found is not None:  # else handed back: the search follows
+                        self.exact_standard = False
+                        return found
         idx, dist = nearest_neighbors(X, k, method=self.method, metric=self.metric,
                                       random_state=self.random_state, n_jobs=self.n_jobs,
                                       progress=self.progress, index=self.index())
         self._index = None  # no later ask searches all points again
-        if codes is not None and expect_classes and self._own is None:
+        if codes is not None and expect_classes and self._own is None and self._balanced is None:
             # rows whose whole list is their own class are their own-class lists already;
             # their distances are kept before a caller calibrates them in place (a copy
             # of the few such rows where the prior is mixed in the data)
