@@ -281,7 +281,6 @@ def test_reused_standard_lists_give_the_same_balanced_p(rng):
 
 
 def test_reused_lists_with_only_the_reused_rows_distances_give_the_same_p(rng):
-    from ctsne.affinities.standard import standard_conditional
     from ctsne.neighbors.by_class import own_class_neighbors, own_class_rows
     from ctsne.neighbors.search import nearest_neighbors
 
@@ -295,17 +294,24 @@ def test_reused_lists_with_only_the_reused_rows_distances_give_the_same_p(rng):
                                   known=(idx, dist[mask], mask))
     np.testing.assert_array_equal(full[0], compact[0])
     np.testing.assert_array_equal(full[1], compact[1])
-    # the table keeps exactly those rows' distances, taken before calibrating in place
-    table = standard_conditional(X, 5.0, neighbors="exact", keep_own_class=codes)
-    np.testing.assert_array_equal(table.own_rows, mask)
-    np.testing.assert_array_equal(table.dist, dist[mask])
+    # the provider keeps exactly those rows' distances, taken before a caller calibrates
+    # the lists in place, and its own-class lists are the ones built from them
+    from ctsne.neighbors.provider import NeighborLists
+
+    lists = NeighborLists(X, codes, method="exact")
+    got_idx, got_dist = lists.standard(15, expect_classes=True)
+    np.testing.assert_array_equal(got_idx, idx)
+    got_dist[:] = -1.0  # overwritten, as calibration overwrites them
+    own = lists.own_class(15)
+    np.testing.assert_array_equal(own[0], compact[0])
+    np.testing.assert_array_equal(own[1], compact[1])
     # auto's balanced P (which reuses the kept rows) is the one built from the whole
     # table, on classes close enough that some rows list the other class
     X, codes = _separated(rng, sizes=(60, 60), shift=2.0)
     got = input_affinities(X, 5.0, codes, "auto", neighbors="exact")
-    kept = standard_conditional(X, 5.0, neighbors="exact", keep_own_class=codes).own_rows
-    assert got.mode == "balanced" and 0 < kept.sum() < len(codes)
     idx, dist = nearest_neighbors(X, 15, method="exact")
+    kept = own_class_rows(idx, codes)
+    assert got.mode == "balanced" and 0 < kept.sum() < len(codes)
     lists = balanced_lists(X, codes, 5.0, neighbors="exact",
                            known=(idx, dist, np.all(codes[idx] == codes[:, None], 1)))
     want = balanced_from_lists(lists, 1.0 - got.cross_share.class_share, 5.0)

@@ -34,7 +34,8 @@ from .mixing import (
 from .options import n_neighbors_for
 from .symmetry import symmetrize
 
-__all__ = ["FuzzyGraph", "PerplexityGraph", "StandardGraph", "graph_cross_ratio"]
+__all__ = ["ConditionalTable", "FuzzyGraph", "PerplexityGraph", "StandardGraph",
+           "graph_cross_ratio"]
 
 
 class StandardGraph:
@@ -55,8 +56,17 @@ class StandardGraph:
         raise NotImplementedError  # pragma: no cover
 
 
-class _Table(StandardGraph):
-    # t-SNE's P before symmetrisation: the diagnostics read C's table in one pass
+class ConditionalTable(StandardGraph):
+    """t-SNE's P before symmetrisation: each point's neighbours and ``p_{j|i}``; the
+    diagnostics read this table in one pass.
+
+    Attributes
+    ----------
+    idx : ndarray of int (n, k)
+    cond : ndarray (n, k)
+        ``p_{j|i}`` of those neighbours, rows summing to 1.
+    """
+
     def __init__(self, idx: np.ndarray, cond: np.ndarray):
         self.idx, self.cond = idx, cond
 
@@ -68,7 +78,11 @@ class _Table(StandardGraph):
         return (*table_mixing_and_ratio(sub_idx, sub_cond, sub_codes), sub_codes)
 
     def finish(self):
-        return symmetrize(self.idx, self.cond)  # reorders idx and cond in place
+        """Symmetric sparse P summing to 1, ``(C + Cᵀ) / 2n`` (reorders ``idx`` and
+        ``cond`` in place, :func:`ctsne.affinities.symmetry.symmetrize`)."""
+        return symmetrize(self.idx, self.cond)
+
+    joint = finish
 
 
 class _Finished(StandardGraph):
@@ -134,7 +148,7 @@ class PerplexityGraph:
         idx, dist = lists.standard(self.k(len(lists.X)), expect_classes=expect_classes,
                                    own_search=own_search)
         warn_ties(dist, self.perplexity, lists.X, idx)
-        return _Table(idx, calibrate(dist, self.perplexity, out=dist))
+        return ConditionalTable(idx, calibrate(dist, self.perplexity, out=dist))
 
     def from_lists(self, idx: np.ndarray, dist: np.ndarray) -> sp.csr_matrix:
         """P from given lists (calibrated in place)."""
