@@ -172,14 +172,8 @@ def balanced_affinities(X, codes, perplexity, within_weight=None, neighbors="aut
         Share of each point's conditional mass on its own class (default 0.85,
         :data:`ctsne.affinities.options.WITHIN_WEIGHT`; ``ConditionalTSNE`` chooses it
         from the data instead, :mod:`ctsne.affinities.cross_share`).
-    neighbors, metric, random_state, n_jobs
-        As in :func:`ctsne.neighbors.search.nearest_neighbors`.
-    known : tuple (idx, dist, mask), optional
-        A standard kNN table already computed; see
-        :func:`ctsne.neighbors.by_class.own_class_neighbors`.
-    far_search : {"scan", "tree"}
-        How the other-class searches answer their far queries; see
-        :class:`ctsne.neighbors.by_class.SearchIndex`.
+    neighbors, metric, random_state, n_jobs, known, far_search
+        The searches' options, as for :func:`ctsne.neighbors.class_lists.class_lists`.
 
     Returns
     -------
