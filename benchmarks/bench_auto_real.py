@@ -13,7 +13,7 @@ with its shares from the rule as "auto" chooses them (the counterpart trust incl
 (``ctsne.affinities.modes._balanced_first``). The file is not bundled. With
 ``--diamonds PATH`` (plotnine's ``diamonds.csv``, 53,940 rows, from its ``data`` folder;
 not bundled) each of its grades is a prior too: cut (5 classes), color (7), clarity (8),
-that grade's column left out of the 10 features (``bench_tree_ties.diamonds``). With
+that grade's column left out of the 10 features (``common.diamonds``). With
 ``--paired N`` each case instead times N pairs of the standard P and "auto" back to back
 in this process (after one warm call of each) and records the median of the N
 differences: what "auto" adds where it keeps the standard P, read without the spread
@@ -24,36 +24,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from bench_balanced import record, run_meta
+from common import GRADE_COLUMN, adult_priors, diamonds, record, run_meta
 
 from ctsne.affinities import modes
 from ctsne.affinities.balanced import balanced_affinities
 from ctsne.affinities.standard import joint_affinities
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "experiments"))
-
-
-def priors(path: Path) -> tuple[np.ndarray, dict]:
-    """Adult's features and its priors as class codes."""
-    from representatives_check import load
-
-    X, _ = load(path)
-    lines = [ln for ln in path.read_text().splitlines()[1:] if ln.strip()]
-    cols = list(zip(*(ln.split(", ") for ln in lines), strict=True))
-
-    def codes(*columns):
-        joint = np.array([" / ".join(v) for v in zip(*(cols[j] for j in columns),
-                                                     strict=True)])
-        return np.unique(joint, return_inverse=True)[1]
-    return X, {"gender": codes(9), "relationship": codes(7), "occupation": codes(6),
-               "education": codes(3), "education-x-gender": codes(3, 9)}
 
 
 def main() -> None:
@@ -71,7 +51,7 @@ def main() -> None:
                     help="time this many (standard, auto) pairs per case in one process")
     args = ap.parse_args()
     warnings.simplefilter("ignore")  # Adult's duplicated rows warn at every P
-    X_all, labels = priors(args.adult)
+    X_all, labels = adult_priors(args.adult)
     first = []
     real = modes._balanced_first
 
@@ -84,8 +64,6 @@ def main() -> None:
     cases = [(f"adult-{name}", X_all[:rows], all_codes[:rows])
              for rows in args.rows for name, all_codes in labels.items()]
     if args.diamonds is not None:  # each grade a prior, its column out of the features
-        from bench_tree_ties import GRADE_COLUMN, diamonds
-
         X_dia, grades = diamonds(args.diamonds)
         cases += [(f"diamonds-{g}", np.delete(X_dia, GRADE_COLUMN[g], axis=1), grades[g])
                   for g in grades]

@@ -22,43 +22,15 @@ Appends JSON lines to ``benchmarks/results.jsonl``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
+from common import record, run_meta, separated_data
 
 from ctsne.affinities.balanced import balanced_affinities
 from ctsne.affinities.modes import input_affinities
 from ctsne.affinities.standard import joint_affinities
-
-HERE = Path(__file__).resolve().parent
-
-
-def separated_data(n: int, classes: int, dims: int, rng: np.random.Generator):
-    centres = rng.normal(scale=4.0, size=(20, dims))
-    shifts = rng.normal(scale=6.0, size=(classes, dims))
-    codes = rng.integers(0, classes, n)
-    X = centres[rng.integers(0, 20, n)] + shifts[codes] + rng.normal(size=(n, dims))
-    return X, codes
-
-
-def run_meta(load_before: float) -> dict:
-    """The fields every recorded row starts with: date, machine, Python, load before."""
-    return {"date": datetime.date.today().isoformat(), "machine": platform.node(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "load_1min_before": load_before}
-
-
-def record(row: dict, save: bool) -> None:
-    """Print ``row`` as a JSON line and, with ``save``, append it to results.jsonl."""
-    print(json.dumps(row), flush=True)
-    if save:
-        with open(HERE / "results.jsonl", "a") as fh:
-            fh.write(json.dumps(row) + "\n")
 
 
 def timed(fn):

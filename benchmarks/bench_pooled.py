@@ -23,7 +23,7 @@ import os
 import time
 
 import numpy as np
-from bench_balanced import record, run_meta, separated_data
+from common import record, run_meta, separated_data
 
 from ctsne.neighbors import by_class, pooled
 

@@ -7,7 +7,7 @@ Real tabular data repeats values: UCI Adult's capital gains are 92 % zeros, its 
 integer columns tie everywhere; plotnine's ``diamonds`` (53,940 rows, its ``data`` folder;
 not bundled) has carat, depth and table on coarse grids and three ordinal grades. A
 median split of such a feature leaves the median value in both children's boxes
-(:func:`ctsne.neighbors.kdtree._split` keeps it on one side). Timed per set, ``--rounds``
+(:func:`ctsne.neighbors.kdtree_build._split` keeps it on one side). Timed per set, ``--rounds``
 rounds each (minimum recorded): ``BlockTree`` (build and query of every point, in its
 order, k = 91) and scipy's ``cKDTree`` (leaf size 64, as ``ExactIndex`` builds it, in its
 order, on all threads), with the number of leaves and the share of the largest tie of any
@@ -21,38 +21,15 @@ tree is the one a plain median split builds). Appends JSON lines to
 from __future__ import annotations
 
 import argparse
-import csv
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from bench_balanced import record, run_meta, separated_data
+from common import adult_priors, diamonds, record, run_meta, separated_data
 from scipy.spatial import cKDTree
 
 from ctsne.neighbors.kdtree import BlockTree
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "experiments"))
-
-
-# diamonds' ordinal grades, worst first, and their columns in diamonds()' features
-GRADES = {"cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
-          "color": list("DEFGHIJ"),
-          "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]}
-GRADE_COLUMN = {"cut": 1, "color": 2, "clarity": 3}
-
-
-def diamonds(path: Path) -> tuple[np.ndarray, dict]:
-    """plotnine's diamonds: 7 numeric columns and the 3 ordinal grades as integers,
-    standardised, and each grade's codes (0 = worst)."""
-    rows = list(csv.DictReader(path.open()))
-    codes = {g: np.array([levels.index(r[g]) for r in rows]) for g, levels in GRADES.items()}
-    X = np.array([[float(r["carat"]), codes["cut"][a], codes["color"][a], codes["clarity"][a],
-                   float(r["depth"]), float(r["table"]), np.log(float(r["price"])),
-                   float(r["x"]), float(r["y"]), float(r["z"])] for a, r in enumerate(rows)])
-    return (X - X.mean(axis=0)) / X.std(axis=0), codes
 
 
 def largest_tie(X: np.ndarray) -> float:
@@ -69,9 +46,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
-    from bench_auto_real import priors
-
-    X_adult, labels = priors(args.adult)
+    X_adult, labels = adult_priors(args.adult)
     education = labels["education"]
     sets = {"adult": X_adult,
             "adult-largest-education-class": X_adult[education == np.bincount(education).argmax()],

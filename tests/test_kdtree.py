@@ -5,7 +5,7 @@ lists as scipy's tree where ctsne's exact search hands it the work."""
 import numpy as np
 import pytest
 
-from ctsne.neighbors import kdtree, own_first, search
+from ctsne.neighbors import kdtree_build, own_first, search
 from ctsne.neighbors.kdtree import BlockTree
 from ctsne.neighbors.own_first import own_first_lists
 
@@ -92,7 +92,7 @@ def test_queries_that_are_not_indexed_points(rng):
 def test_same_lists_on_one_thread_and_two(rng):
     import numba
 
-    from ctsne.neighbors import kdtree
+    from ctsne.tuning import KDTREE_PARALLEL_FROM_WORK
 
     X = rng.normal(size=(6000, 10))
     tree = BlockTree(X)
@@ -102,7 +102,7 @@ def test_same_lists_on_one_thread_and_two(rng):
         numba.set_num_threads(1)
         one = tree.query(X[rows], 50, self_rows=rows)
         numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        assert 6000 * 50 >= kdtree.PARALLEL_FROM_WORK  # the parallel variant runs
+        assert 6000 * 50 >= KDTREE_PARALLEL_FROM_WORK  # the parallel variant runs
         two = tree.query(X[rows], 50, self_rows=rows)
     finally:
         numba.set_num_threads(old)
@@ -285,7 +285,7 @@ def test_leaf_size_below_one_is_refused(rng):
 
 def test_without_ties_each_node_splits_its_largest_variance_at_the_median(rng):
     X = rng.normal(size=(5000, 6)) * np.array([1.0, 3.0, 0.5, 2.0, 1.5, 2.5])
-    perm, start, stop, left, right, lo, hi = kdtree._build(X, 64)
+    perm, start, stop, left, right, lo, hi = kdtree_build.build_tree(X, 64)
     inner = np.flatnonzero(left >= 0)
     assert len(inner) > 20
     for v in inner:

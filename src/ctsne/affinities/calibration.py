@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from .._parallel import sum_in_order, threaded
+from ..tuning import NUMPY_BELOW_ENTRIES, PARALLEL_FROM_ENTRIES
 from .options import n_neighbors_for
 
 # n_neighbors_for lives in .options (no numba: the parameter checks use it); named here too
@@ -24,22 +25,15 @@ __all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "NUMPY_BELOW_ENTRIES", "PARALL
            "n_neighbors_for"]
 
 
-# Neighbour entries (n·k) from which a pass over an (n, k) table runs on the thread pool.
-# These passes run once per fit: below this size they take 3–6 ms (symmetrisation) and
-# ~30 ms (calibration) on one thread, so a second thread saves at most ~15 ms per fit,
-# while the parallel twin of each pass costs 0.3–1.5 s to compile on first use in a new
-# environment (numba's compile events; BENCHMARKS.md, Start-up). At 20,000, where waking
-# the pool first pays, a 1,000-point fit at perplexity 30 compiled six parallel twins;
-# its label-balanced P has 180,000 entries (90 own-class and 90 other-class per row).
-PARALLEL_FROM_ENTRIES = 200_000
-# Entries below which the (n, k) passes (calibration, symmetrisation, the table's mixing
-# sums) run as numpy twins (ctsne._parallel) on any number of threads. Above their
-# parallel threshold the numpy passes cost more than the compiled ones, but in a new
-# environment each compiled pass costs 2-6 CPU-s to compile: a 5,000-point fit with a
-# prior (450,000 + 900,000 entries) spends 0.4 s more warm (of ~9 s) and ~12 CPU-s less
-# cold (of ~60). At 10⁶ entries numpy adds ~0.25 s (calibration 0.24 against 0.03 s on two
-# threads, symmetrisation 0.07 against 0.06 s; 2026-11-29, benchmarks in BENCHMARKS.md).
-NUMPY_BELOW_ENTRIES = 1_000_000
+# The (n, k) tables' thresholds come from ctsne.tuning (and are named here too: other
+# modules and the tests read them from this one). From PARALLEL_FROM_ENTRIES neighbour
+# entries (n·k) a pass over an (n, k) table runs on the thread pool: these passes run once
+# per fit, and below that size a second thread saves at most ~15 ms while a parallel build
+# costs 0.3–1.5 s to compile in a new environment. Below NUMPY_BELOW_ENTRIES they
+# (calibration, symmetrisation, the table's mixing sums) run as numpy twins
+# (ctsne._parallel) on any number of threads: each compiled pass costs 2-6 CPU-s to compile
+# in a new environment, and numpy adds ~0.25 s at 10⁶ entries.
+
 # The search for each row's precision: entropy tolerance (nats) and most steps.
 CALIBRATE_TOL = 1e-8
 CALIBRATE_MAX_ITER = 200
@@ -197,7 +191,8 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
             out[i, j] /= total
 
 
-# the kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently
+# Twin: a small fit compiles no calibration (kernel + helpers 2.3 CPU-s; bench_compile.py).
+# The kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently.
 @_calibrate_kernel.small(below=NUMPY_BELOW_ENTRIES)
 @np.errstate(invalid="ignore", divide="ignore", over="ignore")
 def _calibrate_small(dist, perplexity, tol, max_iter, starts, k, weights, tail, out):

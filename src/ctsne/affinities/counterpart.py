@@ -19,8 +19,12 @@ from .._parallel import threaded
 from ..neighbors.brute import insert_sorted, smallest_in_rows
 from ..neighbors.kdtree import BlockTree
 from ..neighbors.search import TREE_DIMS
+from ..tuning import (  # PARALLEL_FROM_ENTRIES: one threshold for all (n, k)-like passes
+    PARALLEL_FROM_ENTRIES,
+    TRUST_POOLED_ROWS,
+    TRUST_ROWS,
+)
 from .balanced import PER_CLASS_UP_TO
-from .calibration import PARALLEL_FROM_ENTRIES  # one threshold for all (n, k)-like passes
 
 __all__ = ["K_MUTUAL", "POOLED_SAMPLE", "TRUST_SAMPLE", "counterpart_trust"]
 
@@ -30,10 +34,9 @@ K_MUTUAL = 10
 TRUST_SAMPLE = 1000
 # With the other classes pooled (more than PER_CLASS_UP_TO of them): points in all.
 POOLED_SAMPLE = 20_000
-# Query rows per distance block of the exact search.
-_ROWS = 500
-# Rows per Gram block of the pooled search.
-_POOLED_ROWS = 128
+# Query rows per distance block of the exact search: TRUST_ROWS; rows per Gram block of the
+# pooled search: TRUST_POOLED_ROWS (ctsne.tuning).
+
 
 @threaded(PARALLEL_FROM_ENTRIES)
 def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out, start, stop):
@@ -47,9 +50,7 @@ def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out, start, sto
     # points are paired the same way on every machine. Plain loops only: array
     # expressions would pull numba's broadcasting into the compile (seconds, on a first
     # run). One buffer a part: an array or a row view made per row costs two threads
-    # atomic reference counts on shared memory (0.062 against 0.053 s for 6,000 rows of
-    # 6,000 on 2 threads). (An upper bound of the k-th value from block minima, to insert
-    # fewer entries, was no faster: 3.7 against 3.8 ms for 1,000 × 1,000 on one thread.)
+    # atomic reference counts on shared memory (~15 % of the scan on 2 threads).
     m = gram.shape[1]
     best = np.empty(k)
     row = np.empty(k, dtype=out.dtype)
@@ -84,6 +85,7 @@ def _smallest_small(d2, k, out):
     out[:, :kk] = np.where(vals < np.inf, cols, 0)
 
 
+# Twin: a small fit compiles no _smallest_apart (its serial build 0.81 CPU-s; bench_compile.py).
 @_smallest_apart.small
 def _smallest_apart_small(gram, row_norm, col_norm, own_lo, own_hi, k, out):
     d2 = _distances_small(gram, row_norm, col_norm)
@@ -104,9 +106,8 @@ def _pair_scan(A, Bt, gram, row_norm, col_norm, k, skip_self, row_out, col_best,
     # product, and the same bits on every machine). With skip_self a row is not its own
     # neighbour. A column's candidates arrive in row order and a row's in column order,
     # so ties keep index order. The column test reads a contiguous copy of each list's
-    # last value: the lists themselves are k apart in memory. (Reading a product a second
-    # time by columns took 3.6 ms of a 1,000 × 1,000 trust pair against 1.7 ms for its
-    # rows; 2026-11-30.)
+    # last value: the lists themselves are k apart in memory. (One pass for both: reading a
+    # product a second time by columns costs twice its pass by rows.)
     n = row_out.shape[0]
     p, m = Bt.shape
     parts = col_best.shape[0]
@@ -166,6 +167,7 @@ def _pair_scan(A, Bt, gram, row_norm, col_norm, k, skip_self, row_out, col_best,
                 row_out[i, a] = row[a]
 
 
+# Twin of _pair_scan's sums: a small fit compiles no _pair_scan (1.31 CPU-s; bench_compile.py).
 def _direct_small(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     # _pair_scan's feature-by-feature sums in numpy: the same operations in the same
     # order (the same bits)
@@ -201,14 +203,14 @@ def _direct(A: np.ndarray, B: np.ndarray) -> bool:
     ``TREE_DIMS`` features (as the pooled lists' block tree sums them) and blocks small
     enough for one pass. There the product's expansion saves nothing, and direct sums are
     exact for duplicated points (0, tied in index order) and equal on every machine."""
-    return A.shape[1] <= TREE_DIMS and len(A) * len(B) <= _ROWS * POOLED_SAMPLE
+    return A.shape[1] <= TREE_DIMS and len(A) * len(B) <= TRUST_ROWS * POOLED_SAMPLE
 
 
 def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
     """Indices (into B) of each row of A's k nearest rows of B (Euclidean, exact, ties in
     index order); with ``same`` A is B and a row is not its own neighbour. Distances
     summed feature by feature where :func:`_direct`, else from A·Bᵀ in chunks of
-    :data:`_ROWS` rows (memory O(chunk · len(B)))."""
+    ``TRUST_ROWS`` rows (memory O(chunk · len(B)))."""
     k = min(k, B.shape[0] - (1 if same else 0))
     if k <= 0:
         return np.empty((len(A), 0), dtype=np.int64)
@@ -227,8 +229,8 @@ def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
                            work=len(A) * len(B))
         return out
     col_norm = _norms(B)
-    for start in range(0, len(A), _ROWS):
-        chunk = A[start:start + _ROWS]
+    for start in range(0, len(A), TRUST_ROWS):
+        chunk = A[start:start + TRUST_ROWS]
         gram = chunk @ B.T
         # the columns left out: each row's own point, or none
         own = start + np.arange(len(chunk)) if same else np.full(len(chunk), len(B))
@@ -239,7 +241,7 @@ def _knn_sets(A: np.ndarray, B: np.ndarray, k: int, same: bool) -> np.ndarray:
 
 def _knn_both(A: np.ndarray, B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_knn_sets` from A to B and from B to A, in one pass over the distances."""
-    if len(A) * len(B) > _ROWS * POOLED_SAMPLE:  # larger than a chunk: twice, in chunks
+    if len(A) * len(B) > TRUST_ROWS * POOLED_SAMPLE:  # larger than a chunk: twice, in chunks
         return _knn_sets(A, B, k, False), _knn_sets(B, A, k, False)
     ab = np.empty((len(A), min(k, len(B))), dtype=np.int64)
     ba = np.empty((len(B), min(k, len(A))), dtype=np.int64)
@@ -273,9 +275,9 @@ def _pooled_lists(pooled: np.ndarray, owner: np.ndarray, k: int) -> np.ndarray:
 
     In at most ``TREE_DIMS`` features one block-tree search that skips each point's own
     class (:meth:`ctsne.neighbors.kdtree.BlockTree.query`; 500 classes of 40 points in
-    10 features: ~0.05 s); otherwise the Gram matrix in blocks of :data:`_POOLED_ROWS`
+    10 features: ~0.05 s); otherwise the Gram matrix in blocks of ``TRUST_POOLED_ROWS``
     rows (~0.6 s there). Either is each class searched against the others' points alone,
-    as :func:`_knn_sets` does, without a copy of the others per class (1.2 s before).
+    as :func:`_knn_sets` does, without a copy of the others per class (twice the time).
     The tree sums each distance feature by feature, the Gram matrix expands
     ‖x‖² + ‖y‖² − 2x·y: lists can differ only between neighbours within rounding of
     each other."""
@@ -292,9 +294,9 @@ def _pooled_lists(pooled: np.ndarray, owner: np.ndarray, k: int) -> np.ndarray:
     own_lo, own_hi = bounds[owner], bounds[owner + 1]  # each point's class: these columns
     # one Gram block, reused: small enough to stay in the cache between the product
     # and the selection (0.6 s in blocks of 128 rows above, 1.1 s in fresh blocks of 500)
-    gram = np.empty((min(_POOLED_ROWS, len(pooled)), len(pooled)))
-    for start in range(0, len(pooled), _POOLED_ROWS):
-        stop = min(len(pooled), start + _POOLED_ROWS)
+    gram = np.empty((min(TRUST_POOLED_ROWS, len(pooled)), len(pooled)))
+    for start in range(0, len(pooled), TRUST_POOLED_ROWS):
+        stop = min(len(pooled), start + TRUST_POOLED_ROWS)
         block = gram[:stop - start]
         np.matmul(pooled[start:stop], pooled.T, out=block)
         _smallest_apart.run(block, norm[start:stop], norm, own_lo[start:stop],

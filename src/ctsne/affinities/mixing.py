@@ -20,7 +20,13 @@ from .._parallel import sum_in_order, threaded
 from ..neighbors.brute import brute_knn
 from ..neighbors.merged import PROBE_SAMPLE
 from ..neighbors.search import drop_self
-from .calibration import PARALLEL_FROM_ENTRIES, calibrate
+from ..tuning import (
+    MIXING_NUMPY_BELOW,
+    MIXING_PART_CELLS,
+    MIXING_TABLE_ROWS,
+    PARALLEL_FROM_ENTRIES,
+)
+from .calibration import calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
@@ -109,14 +115,12 @@ class PriorMixing:
 
 
 # The row passes (over P's CSR rows, _row_cross, ~1.6 ns an entry on one thread; over C's
-# table, _table_sums) are serial builds run in parts on ctsne's threads, from calibration's
-# PARALLEL_FROM_ENTRIES. Below MIXING_NUMPY_BELOW entries their numpy twins serve instead:
-# they need no compile (a build costs ~1.0 CPU-s in a new environment) and take ~30 ns an
-# entry (np.add.at), 30 ms at 1M entries (~11,000 points at perplexity 30), where a first
-# fit compiles for tens of seconds anyway. The row pass was a prange kernel from 5M
-# entries with its twin below: "auto" keeping the standard P of 53,940 points (4.9M
-# entries) spent 0.15 s in the twin, against 8 ms compiled (2026-11-29).
-MIXING_NUMPY_BELOW = 1_000_000
+# table, _table_sums) are serial builds run in parts on ctsne's threads, from
+# PARALLEL_FROM_ENTRIES. Below MIXING_NUMPY_BELOW entries (ctsne.tuning) their numpy twins
+# serve instead: they need no compile (a build costs ~1.0 CPU-s in a new environment) and
+# take ~30 ns an entry (np.add.at), 30 ms at 1M entries (~11,000 points at perplexity 30),
+# where a first fit compiles for tens of seconds anyway; far above it the twin would cost
+# "auto" a tenth of a second (0.15 s against 8 ms compiled at 4.9M entries).
 
 
 @threaded(PARALLEL_FROM_ENTRIES)
@@ -134,6 +138,7 @@ def _row_cross(indptr, indices, data, codes, mass, cross, start, stop):
         cross[i] = x
 
 
+# Twin: a small fit compiles no _row_cross (~1.0 CPU-s; bench_compile.py, bench_auto_real.py).
 @_row_cross.small(below=MIXING_NUMPY_BELOW)
 def _row_cross_small(indptr, indices, data, codes, mass, cross):
     # np.add.at adds in the order given: each row's sums in the kernel's order
@@ -145,12 +150,10 @@ def _row_cross_small(indptr, indices, data, codes, mass, cross):
     np.add.at(cross, rows[apart], data[apart])
 
 
-# Rows per part of the table's pass (_table_sums): a fixed number, not one part a thread,
-# so that the class sums' bits do not depend on the thread count; more rows a part where
-# there are many classes, so that the parts' class sums (parts × classes) stay within
-# _PART_CELLS.
-_TABLE_ROWS = 4096
-_PART_CELLS = 1 << 21
+# Rows per part of the table's pass (_table_sums): MIXING_TABLE_ROWS, a fixed number, not
+# one part a thread, so that the class sums' bits do not depend on the thread count; more
+# rows a part where there are many classes, so that the parts' class sums (parts × classes)
+# stay within MIXING_PART_CELLS.
 
 
 @threaded(PARALLEL_FROM_ENTRIES)
@@ -192,6 +195,7 @@ def _table_sums(idx, cond, codes, rows_per, part_mass, part_cross, row_mass, row
             part_cross[part, ci] += x
 
 
+# Twin: a small fit compiles no _table_sums (~1.0 CPU-s a build; bench_compile.py).
 @_table_sums.small(below=MIXING_NUMPY_BELOW)
 def _table_sums_small(idx, cond, codes, rows_per, part_mass, part_cross, row_mass,
                       row_cross):
@@ -237,7 +241,7 @@ def table_sums(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray, n_classes: 
     idx = np.ascontiguousarray(idx)
     cond = np.ascontiguousarray(cond, dtype=np.float64)
     n = idx.shape[0]
-    rows_per = max(_TABLE_ROWS, -(-n * n_classes // _PART_CELLS))
+    rows_per = max(MIXING_TABLE_ROWS, -(-n * n_classes // MIXING_PART_CELLS))
     parts = max(1, -(-n // rows_per))
     part_mass, part_cross = np.empty((parts, n_classes)), np.empty((parts, n_classes))
     row_mass, row_cross = np.empty(n), np.empty(n)

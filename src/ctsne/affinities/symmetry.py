@@ -13,29 +13,31 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import threaded
-from .calibration import NUMPY_BELOW_ENTRIES, PARALLEL_FROM_ENTRIES  # the (n, k) passes'
+from ..tuning import (  # the (n, k) passes' thresholds, and the transpose's and fill's sizes
+    NUMPY_BELOW_ENTRIES,
+    PARALLEL_FROM_ENTRIES,
+    SYMMETRY_GATHER,
+    TRANSPOSE_PARTS,
+)
 
 __all__ = ["symmetrize"]
 
-# Most parts of C's rows the transpose is split into: each holds a counter per column
-# (8 bytes a point a part).
-TRANSPOSE_PARTS = 8
-# Cᵀ values the fill gathers ahead of its merge, per thread (a buffer of 8 bytes each).
-GATHER = 32_768
+# The transpose is split into at most TRANSPOSE_PARTS parts of C's rows (each holds a
+# counter per column, 8 bytes a point a part); the fill gathers SYMMETRY_GATHER Cᵀ values
+# ahead of its merge, per thread (a buffer of 8 bytes each).
 
 
 @threaded(PARALLEL_FROM_ENTRIES)
 def _sort_rows(idx, cond, start, stop):
     # A row's zero entries (a balanced P's trimmed tails, about 40 % of its slots) are
     # moved behind its positive ones and given the column n, so that only the positive
-    # ones are sorted and merged (a balanced P of 200,000 points, 5 classes, 2026-11-28:
-    # the sort 0.74 → 0.41 s, the two merge passes 1.26 → 1.03 s; the same P). The
-    # positive ones are then sorted by column with a radix sort, 8 bits a pass (a row's
-    # columns are distinct, so any sort gives the same row): no comparison to mispredict,
-    # 0.30 s for 200,000 rows of 90 on one thread against 0.75 s for the Shell sort
-    # before. Hand-written rather than np.argsort and fancy indexing: those pull numba's
-    # generic quicksort and its shape-checking error paths into the kernel, ~5 s of a
-    # first compile, for rows of a few dozen entries.
+    # ones are sorted and merged (for a balanced P the sort and the merges ~0.6× and ~0.8×
+    # the time over all slots; the same P). The positive ones are then sorted by column
+    # with a radix sort, 8 bits a pass (a row's columns are distinct, so any sort gives the
+    # same row): no comparison to mispredict, ~0.4× a Shell sort's time. Hand-written
+    # rather than np.argsort and fancy indexing: those pull numba's generic quicksort and
+    # its shape-checking error paths into the kernel, ~5 s of a first compile, for rows of
+    # a few dozen entries.
     n = idx.shape[0]
     k = idx.shape[1]
     count = np.empty(256, dtype=np.int64)
@@ -86,6 +88,7 @@ def _sort_rows(idx, cond, start, stop):
                 cond[i, a] = values[a]
 
 
+# Twin: a small first fit compiles no _sort_rows (0.46 CPU-s; bench_compile.py).
 @_sort_rows.small(below=NUMPY_BELOW_ENTRIES)
 def _sort_rows_small(idx, cond):
     # the kernel's result (a row's columns are distinct, so its unstable sort has one)
@@ -152,8 +155,8 @@ def _union_row(i, idx, cond, vals, base, tptr, tsrc, indices, data, e, scale, fi
     (compared without dividing). Cᵀ's values are scattered over C (one cache miss each)
     and no branch waits on one: they are positive by construction, as are C's entries
     before the row's zero tail (:func:`_sort_rows`), so no value is tested (the misses
-    then overlap; a label-balanced P of 200,000 points, 63M entries: 2.1 s for the whole
-    symmetrisation against 2.7 s with each value tested; the same P).
+    then overlap: for a label-balanced P of 200,000 points the whole symmetrisation took
+    ~0.8× the time with each value tested; the same P).
     """
     n, k = idx.shape
     a = 0
@@ -204,8 +207,8 @@ def _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale, counts, ga
     # parallel twin types a prange index as uint64 on one of its passes, hence np.int64(i)).
     # The fill first gathers the Cᵀ values of a run of rows (at most ``gather`` of them,
     # or one longer row) into a buffer, then merges: the gather's cache misses overlap,
-    # where inside the merge each waited in its turn (a standard P of 200,000 points:
-    # the symmetrisation 2.06-2.21 → 1.4-1.5 s; the same P).
+    # where inside the merge each waited in its turn (the symmetrisation of a standard P
+    # of 200,000 points in ~0.7× the time; the same P).
     fill = counts.shape[0] == 0
     vals = np.empty(gather if fill else 0)
     i = np.int64(start)
@@ -258,8 +261,8 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     counts = np.empty(n, dtype=np.int64)
     # int32 stand-ins: the types of the fill below but for a P of 2³¹ entries or more
     _union.run(idx, cond, flat, tptr, tsrc, np.empty(0, dtype=np.int32),
-               np.empty(0, dtype=np.int32), np.empty(0), 1.0, counts, GATHER, items=n,
-               work=work)
+               np.empty(0, dtype=np.int32), np.empty(0), 1.0, counts, SYMMETRY_GATHER,
+               items=n, work=work)
     nnz = int(counts.sum())
     itype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
     indptr = np.zeros(n + 1, dtype=itype)
@@ -267,12 +270,13 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     indices = np.empty(nnz, dtype=itype)
     data = np.empty(nnz)
     _union.run(idx, cond, flat, tptr, tsrc, indptr, indices, data, 1.0 / (2.0 * n),
-               np.empty(0, dtype=np.int64), GATHER, items=n, work=work)
+               np.empty(0, dtype=np.int64), SYMMETRY_GATHER, items=n, work=work)
     P = sp.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     P.has_sorted_indices = True
     return P
 
 
+# Twin of _transpose and _union: a small fit compiles neither (~1.5-2 CPU-s; bench_compile.py).
 def _union_small(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     """:func:`symmetrize`'s merge for tables below ``NUMPY_BELOW_ENTRIES``, by scipy
     rather than kernels a first run would compile. The

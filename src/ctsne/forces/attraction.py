@@ -7,46 +7,41 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import threaded
+from ..tuning import (
+    ATTRACTION_PARALLEL_FROM_NNZ,
+    LOCALITY_ABOVE,
+    PRANGE_FROM_NNZ,
+    UPPER_IN_NUMPY_BELOW,
+)
 
 __all__ = ["Attraction", "attraction", "attraction_to_fixed", "locality_order", "pair_blocks",
            "upper_triangle"]
 
-# Non-zeros of P from which a pass runs on two or more threads (about 0.1 ms of serial
-# work), and from which those are numba's, in a prange twin (ctsne._parallel.Threaded):
-# the same body on ctsne's own threads took ~10-20 % longer (2 threads, 2026-11-29: 0.9
-# against 0.75 ms at 5,000 points, 19.3 against 17.7 ms at 100k, 55 against 48 ms at
-# 300k), but a first fit below ~2,500 points then compiles no parallel twin (~1.2 CPU-s)
-# for < 0.1 ms more a pass.
-PARALLEL_FROM_NNZ = 40_000
-PRANGE_FROM_NNZ = 300_000
-# Above this many points the pass runs over a copy of P's pairs whose rows and columns follow a
-# reverse Cuthill-McKee order of P's graph: a row's partners then lie near it in memory
-# and their coordinates are mostly still in cache. The points' own order (a file's, often
-# random) scatters the reads. Measured with the pass over pairs (below; 2 threads,
-# 2026-11-27): 0.70x the time a pass in the given order at 250k points (standard P, 33M
-# non-zeros: 45.8 -> 31.9 ms), 0.82x at 200k with a label-balanced P (63M). The order
-# and the copy cost ~1-2 s and half P's size.
-LOCALITY_ABOVE = 50_000
-# P's upper triangle in its own order is taken with numpy below this many non-zeros (no
-# kernel to compile in a small first fit), with the permuting kernel above (0.3 s instead
-# of 1.8 s at 63M non-zeros; the same result).
-UPPER_IN_NUMPY_BELOW = 2_000_000
+# The passes run on two or more threads from ATTRACTION_PARALLEL_FROM_NNZ non-zeros of P, and
+# from PRANGE_FROM_NNZ in numba's pool, in a prange twin (ctsne._parallel.Threaded): that
+# memory-bound body ran 10-20 % faster there than on ctsne's own threads, but below it a
+# first fit compiles no parallel twin (~1.2 CPU-s) for < 0.1 ms more a pass.
+# Above LOCALITY_ABOVE points the pass runs over a copy of P's pairs whose rows and columns
+# follow a reverse Cuthill-McKee order of P's graph: a row's partners then lie near it in
+# memory and their coordinates are mostly still in cache, where the points' own order (a
+# file's, often random) scatters the reads (a pass 0.7-0.8× the time at 200k-250k points).
+# The order and the copy cost ~1-2 s and half P's size.
+# Below UPPER_IN_NUMPY_BELOW non-zeros, P's upper triangle in its own order is taken with
+# numpy (no kernel to compile in a small first fit); above, by the permuting kernel (the
+# same result, several times faster at tens of millions of non-zeros).
 # Each pair (i, j) of P's upper triangle is computed once and applied to both points, with
 # opposite signs: P is symmetric, so this halves the divisions and partner loads of a pass
-# over all of P's rows. Against that pass in float32 arithmetic (which it replaces), 2
-# threads, 2026-11-27, the caches evicted between passes as the repulsion does in a fit:
-# 0.81x a pass at 200k points with a label-balanced P (63M non-zeros), 0.84x at 250k with
-# the standard P (33M); 0.63-0.86x with warm caches, where the pass over pairs in float32
-# gained less (0.76-0.87x): with half the partners to load, the conversions cost more than
-# the narrower loads save. A row's partners are read in column order (the copy's columns
-# are sorted: 0.87x a pass with the label-balanced P, 0.95x with the standard one, for
-# 0.8 s and 0.35 s of sorting once).
+# over all of P's rows (0.8× such a pass in float32, which it replaced; with half the
+# partners to load, float32's conversions cost more than its narrower loads save). A row's
+# partners are read in column order (the copy's columns sorted once, 0.35-0.8 s, for
+# 0.87-0.95× a pass).
 # The thread that computes a pair cannot add to j's force without racing, so each thread
 # (block of rows) adds into its own buffer, which spans only the rows its pairs reach
 # (from its first row to its furthest partner: P's copy in locality order keeps that
 # short), and the buffers are summed after, per point, in block order. The blocks hold
 # equal numbers of pairs and are fixed by the thread count, so a sum never depends on
 # scheduling (as everywhere: the last bits do depend on the thread count).
+# (benchmarks/bench_step.py times the pass.)
 
 
 def pair_blocks(indptr: np.ndarray, indices: np.ndarray, blocks: int
@@ -76,6 +71,7 @@ def upper_triangle(P: sp.csr_matrix, order: np.ndarray | None = None) -> sp.csr_
     each row's entries in P's order (:class:`Attraction` sorts them after: a row's
     partners are then read in memory order)."""
     n = P.shape[0]
+    # numpy twin of _permuted_upper: a small first fit compiles no kernel here (bench_compile.py)
     if order is None and P.nnz < UPPER_IN_NUMPY_BELOW:
         rows = np.repeat(np.arange(n, dtype=P.indices.dtype), np.diff(P.indptr))
         keep = P.indices > rows
@@ -99,7 +95,7 @@ def upper_triangle(P: sp.csr_matrix, order: np.ndarray | None = None) -> sp.csr_
     return sp.csr_matrix((data, indices, indptr), shape=P.shape, copy=False)
 
 
-@threaded(PARALLEL_FROM_NNZ)
+@threaded(ATTRACTION_PARALLEL_FROM_NNZ)
 def _permuted_upper(indptr, indices, data, order, inv, counts, new_indptr, new_indices,
                     new_data, fill, start, stop):
     # new rows start … stop − 1 (row r is old row order[r]), the entries whose new column
@@ -120,7 +116,7 @@ def _permuted_upper(indptr, indices, data, order, inv, counts, new_indptr, new_i
             counts[r + 1] = c
 
 
-@threaded(PARALLEL_FROM_NNZ)
+@threaded(ATTRACTION_PARALLEL_FROM_NNZ)
 def _fixed_kernel(Y, Y_ref, idx, cond, F, start, stop):
     # rows start … stop − 1 of F (zeros): row i's pull to its partners idx[i]
     d = Y.shape[1]
@@ -153,7 +149,7 @@ def attraction_to_fixed(Y: np.ndarray, Y_ref: np.ndarray, idx: np.ndarray,
     return F
 
 
-@threaded(PARALLEL_FROM_NNZ, prange_from=PRANGE_FROM_NNZ)
+@threaded(ATTRACTION_PARALLEL_FROM_NNZ, prange_from=PRANGE_FROM_NNZ)
 def _attraction_kernel(indptr, indices, data, Y, want_log, rows, offsets, B, plogt, start,
                        stop):
     """Blocks ``start … stop − 1``: each one's buffer in ``B`` (see :func:`pair_blocks`)
@@ -183,7 +179,7 @@ def _attraction_kernel(indptr, indices, data, Y, want_log, rows, offsets, B, plo
         plogt[t] = 2.0 * acc  # each pair stands for p_ij and p_ji
 
 
-@threaded(PARALLEL_FROM_NNZ, prange_from=PRANGE_FROM_NNZ)
+@threaded(ATTRACTION_PARALLEL_FROM_NNZ, prange_from=PRANGE_FROM_NNZ)
 def _attraction_planar(indptr, indices, data, Y, want_log, rows, offsets, B, plogt, start,
                        stop):
     """``_attraction_kernel`` for d = 2, a row's own sums kept in registers."""
@@ -226,7 +222,7 @@ def locality_order(P: sp.csr_matrix) -> np.ndarray:
     return np.ascontiguousarray(reverse_cuthill_mckee(P, symmetric_mode=True), dtype=np.int64)
 
 
-@threaded(PARALLEL_FROM_NNZ)
+@threaded(ATTRACTION_PARALLEL_FROM_NNZ)
 def _take_rows(Y, order, out, start, stop):
     # out[r] = Y[order[r]], rows start … stop − 1
     for r in range(start, stop):
@@ -246,7 +242,7 @@ def summed_blocks(B: np.ndarray, rows: np.ndarray, reach: np.ndarray,
     return F
 
 
-@threaded(PARALLEL_FROM_NNZ)
+@threaded(ATTRACTION_PARALLEL_FROM_NNZ)
 def _put_blocks(B, rows, reach, offsets, order, out, start, stop):
     # summed_blocks into the points' order, rows start … stop − 1: row r of the sums is
     # point order[r]
@@ -318,7 +314,7 @@ class Attraction:
         kern(U.indptr, U.indices, U.data, Y, want_log, rows, offsets, B, plogt,
              bounds=np.arange(T + 1), work=2 * U.nnz)
         # the buffers are summed here, not in the pass: a second parallel loop in it
-        # doubled its compile time (0.61 -> 1.12 s in a fresh environment)
+        # doubled its compile time
         if self.order is None:
             F = summed_blocks(B, *blocks)
         else:

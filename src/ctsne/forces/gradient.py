@@ -9,20 +9,19 @@ import scipy.sparse as sp
 
 from .._parallel import threaded
 from ..prior import Prior, PriorTerm
-from .attraction import LOCALITY_ABOVE, Attraction, locality_order
+from ..tuning import ASSEMBLE_IN_PLACE_FROM, KL_FIXED_PARALLEL_FROM_NNZ, LOCALITY_ABOVE
+from .attraction import Attraction, locality_order
 from .repulsion import ConditionalRepulsion
 
 __all__ = ["ConditionalGradient"]
 
-# Non-zeros of P from which the KL's fixed part, computed once per fit, runs compiled, in
-# parts on ctsne's threads; below, in numpy (ctsne._parallel). ~20 ns per non-zero on one
-# thread: at 1M a second thread saves ~10 ms a fit, against ~1 s to compile the kernel in a
-# new environment (the paper's 1,000-point fit has 134,000 non-zeros).
-PARALLEL_FROM_NNZ = 1_000_000
-# Coordinates from which the gradient is assembled by a kernel, in place: numpy's
-# expression allocates four (n, d) temporaries a step (3.8 ms at 250k points in 2-D, where
-# the kernel takes 0.4 ms); below, numpy (no kernel to compile in a small first fit).
-ASSEMBLE_IN_PLACE_FROM = 50_000
+# The KL's fixed part, computed once per fit, runs compiled in parts on ctsne's threads from
+# KL_FIXED_PARALLEL_FROM_NNZ non-zeros of P; below, in numpy (ctsne._parallel): ~20 ns per
+# non-zero on one thread, so at 1M a second thread saves ~10 ms a fit, against ~1 s to
+# compile the kernel in a new environment (the paper's 1,000-point fit has 134,000).
+# From ASSEMBLE_IN_PLACE_FROM coordinates the gradient is assembled by a kernel, in place:
+# numpy's expression allocates four (n, d) temporaries a step (3.8 ms at 250k points in 2-D,
+# where the kernel takes 0.4 ms); below, numpy (no kernel to compile in a small first fit).
 
 
 @threaded(ASSEMBLE_IN_PLACE_FROM)
@@ -34,7 +33,7 @@ def _assemble(attr, rep, exaggeration, S, start, stop):
             attr[i, k] = 4.0 * (exaggeration * attr[i, k] - rep[i, k] / S)
 
 
-@threaded(PARALLEL_FROM_NNZ)
+@threaded(KL_FIXED_PARALLEL_FROM_NNZ)
 def _fixed_part(indptr, indices, data, codes, alphas, betas, acc, start, stop):
     # each row's Σ p log p − Σ p log w over its non-zeros (codes: (m, n) class codes), rows
     # start … stop − 1
@@ -53,6 +52,7 @@ def _fixed_part(indptr, indices, data, codes, alphas, betas, acc, start, stop):
         acc[i] = s
 
 
+# Twin: a fit below 10⁶ non-zeros compiles no _fixed_part (0.95 CPU-s; bench_compile.py).
 @_fixed_part.small
 def _fixed_part_small(indptr, indices, data, codes, alphas, betas, acc):
     # the kernel's terms, and each row's sum in its order (np.add.at adds in turn)
@@ -89,7 +89,7 @@ class ConditionalGradient:
         :meth:`kl` then take and return arrays whose row r is point ``order[r]``, and the
         caller permutes once per run (``ConditionalTSNE`` does). In the points' own order
         the attraction copies the map into that order and its forces back on every call:
-        21 ms of a 0.24 s call at 10⁶ points (2 threads, 2026-11-28), 16 s of a fit.
+        ~20 ms of a 0.24 s call at 10⁶ points on 2 threads, 16 s of a fit.
 
     Attributes
     ----------
@@ -131,6 +131,7 @@ class ConditionalGradient:
         rep, S = self.repulsion(Y)
         self.timings["attraction"] += t1 - t0
         self.timings["repulsion"] += time.perf_counter() - t1
+        # numpy twin of _assemble below: a small first fit compiles no kernel (bench_compile.py)
         if attr.size < ASSEMBLE_IN_PLACE_FROM:
             grad = 4.0 * (exaggeration * attr - rep / S)
         else:  # attr is this call's own array

@@ -20,20 +20,20 @@ import numba
 import numpy as np
 
 from .._parallel import even_parts, threaded
+from ..tuning import BRUTE_PARALLEL_FROM, BRUTE_SMALL_CHUNK
 
 __all__ = ["brute_knn", "brute_within_classes", "gram_squared_distances", "insert_sorted",
            "smallest_in_rows", "squared_distance"]
 
-# Feature differences (point pairs × features) from which a scan runs on several threads
-# (1e6 pairs in 10 features). Below it, the k-nearest scan runs in numpy (ctsne._parallel).
-PARALLEL_FROM = 1e7
-# Queries per parallel task: one distance buffer per task, reused for all its queries.
+# Read inside the kernel (numba compiles their values into it), so kept here, not in
+# ctsne.tuning. Queries per parallel task: one distance buffer per task, reused for all its
+# queries.
 _BLOCK = 64
 # Points per tile: the tile's coordinates and distances stay in the L1/L2 cache.
 _TILE = 256
 
 
-@threaded(PARALLEL_FROM)
+@threaded(BRUTE_PARALLEL_FROM)
 def _knn(Q, Yt, k, out_idx, out_dist, start, stop):
     # blocks start … stop − 1 of _BLOCK queries
     nq = Q.shape[0]
@@ -67,10 +67,6 @@ def _knn(Q, Yt, k, out_idx, out_dist, start, stop):
         for i in range(lo, hi):
             for a in range(k):
                 out_dist[i, a] = np.sqrt(out_dist[i, a])
-
-
-# Pairs per chunk of the numpy scan: its distance table stays within the L2 cache.
-_SMALL_CHUNK = 1 << 16
 
 
 def smallest_in_rows(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,6 +117,7 @@ def brute_knn(Y: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     return idx, dist
 
 
+# Twin: a small fit compiles neither build of _knn (_knn_serial 0.92 CPU-s; bench_compile.py).
 @_knn.small
 def _knn_small(Q, Yt, k, out_idx, out_dist):
     # the kernel's sums (feature by feature from 0) and its choice (ties in row order)
@@ -128,7 +125,7 @@ def _knn_small(Q, Yt, k, out_idx, out_dist):
     kk = min(k, m)
     out_idx[:] = -1
     out_dist[:] = np.inf
-    step = max(1, _SMALL_CHUNK // max(m, 1))
+    step = max(1, BRUTE_SMALL_CHUNK // max(m, 1))
     for lo in range(0, Q.shape[0], step):
         q = Q[lo:lo + step]
         d = np.zeros((q.shape[0], m))
@@ -171,7 +168,7 @@ def squared_distance(X, i, j):
     return v
 
 
-@threaded(PARALLEL_FROM)
+@threaded(BRUTE_PARALLEL_FROM)
 def _within(X, order, seg_of, seg_start, k, out_idx, out_dist, start, stop):
     # point order[a] of segment s (order[seg_start[s]:seg_start[s + 1]], ascending point
     # numbers) against the other points of its segment: the scan's sums and index order;

@@ -5,8 +5,8 @@ Tree. Points are quantised on a 2^L grid over their bounding cube and sorted by 
 tree is *compressed*: a node's cell is the smallest cell holding all its points (the
 common key prefix of its first and last point), so there are no single-child chains,
 fewer than 2m nodes, and a tight cluster gets a small cell whatever the embedding's span.
-Leaves hold up to ``_LEAF_SIZE`` points. Each node keeps its count, centre of mass and
-second moments about that centre.
+Leaves hold up to ``BH_LEAF_SIZE`` points (:mod:`ctsne.tuning`). Each node keeps its count,
+centre of mass and second moments about that centre.
 
 Opening criterion. A cell of side s (cells are cubes, so s is also the largest side) is
 summarised when
@@ -22,7 +22,7 @@ diagonal; with the quadrupole term Z is within ~10⁻⁵ and F within a few 10�
 monopole reaches only at a much smaller θ and higher cost. At that accuracy the side
 (the looser, cheaper of the two measures) is the one used.
 
-Traversal. Points are taken in groups of at most ``_GROUP`` consecutive points in key
+Traversal. Points are taken in groups of at most ``BH_GROUP`` consecutive points in key
 order (whole subtrees, merged while they fit). The tree is walked once per group, with
 the distance measured from a cell's centre of mass to the group's bounding box (a
 stricter test than for any single member), into a list of far cells and a list of near
@@ -44,6 +44,7 @@ import numba
 import numpy as np
 
 from ..._parallel import threaded
+from ...tuning import BH_GROUP, BH_LEAF_SIZE, BH_PARALLEL_WALK_FROM, BH_SINGLE_FROM
 from ._zorder import bounding_box, key_order, morton_keys, sort_points, unsort
 
 __all__ = ["repulsion_bh"]
@@ -51,21 +52,18 @@ __all__ = ["repulsion_bh"]
 # Grid depth per output dimension: d·L key bits must fit a non-negative int64, and L stays
 # inside float64's 52-bit mantissa so the quantisation is meaningful.
 _LEVELS = {1: 40, 2: 31, 3: 21}
-# Leaves hold up to this many points; below it an exact loop beats descending further.
-_LEAF_SIZE = 32
-# Points sharing one tree walk.
-_GROUP = 128
-# Starting capacity of a group's far-cell and near-point lists (grown by _grow when full).
+# Leaves hold up to BH_LEAF_SIZE points (below it an exact loop beats descending further),
+# and BH_GROUP points share one tree walk (ctsne.tuning).
+# Starting capacity of a group's far-cell and near-point lists (grown by _grow when full);
+# read inside the walk, so kept here: numba compiles its value into the cached kernel.
 _LIST_START = 256
 # Row layout of the per-node summary table: centre (3), count, moments xx yy zz xy xz yz,
 # trace. Output dimensions below 3 are padded with zeros, which add nothing to any sum.
 _NF = 11
-# Points from which the traversal runs on the thread pool: below, a parallel launch costs
-# more than it saves, and on a busy machine waiting for a second thread can take
-# milliseconds (the per-point passes before and after it: ``_zorder.PARALLEL_FROM``).
-_PARALLEL_WALK_FROM = 512
-# Points from which the float32 sweeps are used (a few points are mostly near pairs).
-_SINGLE_FROM = 512
+# From BH_PARALLEL_WALK_FROM points the traversal runs on the thread pool: below, a parallel
+# launch costs more than it saves, and on a busy machine waiting for a second thread can
+# take milliseconds (the per-point passes before and after it: ZORDER_PARALLEL_FROM). From
+# BH_SINGLE_FROM points the float32 sweeps are used (a few points are mostly near pairs).
 # From this opening angle on (d ≤ 2), the sweeps run in float32: the angle's error
 # (~1e-4 at 0.3) dwarfs float32 rounding. Smaller angles, and θ = 0, stay in float64.
 _SINGLE_FROM_THETA = 0.3
@@ -219,7 +217,7 @@ def _grow(buf, size):
     return new
 
 
-@threaded(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
+@threaded(BH_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
 def _traverse(Y3, walk, summ, groups, group_size, stack_size, F, zrow, start, stop):
     """Per-point force and t row sums (sorted order) into F and zrow (zeroed), one tree
     walk per group, for groups ``start … stop − 1`` (of the order below), float64 sweeps.
@@ -238,7 +236,7 @@ def _traverse(Y3, walk, summ, groups, group_size, stack_size, F, zrow, start, st
             _sweep(Y3, i, cells, nc, near, nn, F, zrow)
 
 
-@threaded(_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
+@threaded(BH_PARALLEL_WALK_FROM, fastmath=_FAST, error_model="numpy")
 def _traverse_single(Y3, walk, summ, groups, group_size, stack_size, F, zrow, start, stop):
     """:func:`_traverse` with the float32 sweeps (:func:`_sweep_group_single`)."""
     ng = groups.shape[0] - 1
@@ -476,24 +474,24 @@ def _repulsion(Y, theta, side, origin):
     keys = morton_keys(Y, origin, float(2**levels) / side, levels, work=m)
     order, skeys = key_order(keys, levels * d)
     Y3 = sort_points(Y, order, work=m)
-    lo, hi, level, first, nchild, summ = _build_tree(skeys, Y3, d, levels, _LEAF_SIZE)
+    lo, hi, level, first, nchild, summ = _build_tree(skeys, Y3, d, levels, BH_LEAF_SIZE)
 
     size = side * np.exp2(-level.astype(np.float64))
     with np.errstate(divide="ignore"):
         crit = (size / theta) ** 2 if theta > 0 else np.full(len(lo), np.inf)
     # A single point is its own exact summary; capped leaves are always summarised.
     crit[(hi - lo == 1) | ((level >= levels) & (hi - lo > 1))] = -1.0
-    groups = _groups(lo, hi, first, nchild, _GROUP)
+    groups = _groups(lo, hi, first, nchild, BH_GROUP)
     walk = np.column_stack([summ[:, :3], crit, lo, hi, first, nchild])
     stack_size = levels * ((1 << d) - 1) + 2
     # float32 sweeps where the opening angle, not rounding, sets the error, and the
     # points are many (a few points are mostly near pairs, summed exactly in float64)
-    single = d <= 2 and theta >= _SINGLE_FROM_THETA and m >= _SINGLE_FROM
+    single = d <= 2 and theta >= _SINGLE_FROM_THETA and m >= BH_SINGLE_FROM
     traverse = _traverse_single if single else _traverse
     F3, zrow = np.zeros((m, 3)), np.zeros(m)
     # groups split evenly between the threads (each thread gets dense and sparse regions
     # by the kernel's even-then-odd order); a group's sums do not depend on the split
-    traverse.run(Y3, walk, summ, groups, _GROUP, stack_size, F3, zrow,
+    traverse.run(Y3, walk, summ, groups, BH_GROUP, stack_size, F3, zrow,
                  items=len(groups) - 1, work=m)
     # summed here in a fixed order, whatever the thread count
     return unsort(F3, order, d, work=m), float(zrow.sum())

@@ -30,6 +30,15 @@ import numpy as np
 
 from ..._parallel import threaded
 from ...prior import PriorTerm
+from ...tuning import (
+    BH_BELOW,
+    BH_NS_PER_POINT_LOG,
+    EXACT_BELOW,
+    EXACT_FIT_MAX,
+    FFT_NS_PER_NODE,
+    FFT_NS_PER_POINT,
+    GROUP_COPY_PARALLEL_ABOVE,
+)
 from .exact import repulsion_exact_groups
 
 __all__ = ["ConditionalRepulsion", "choose_engine", "fft_is_cheaper", "get_engine",
@@ -41,34 +50,25 @@ _ENGINES = {
     "fft": ("ctsne.forces.repulsion.fft", "repulsion_fft"),
 }
 
-# Group sizes below which the exact kernel beats the approximations (BENCHMARKS.md). FFT
-# groups above this are also checked each call against the span (fft.exact_is_faster): its
-# grid follows the layout's extent, not the group size.
-EXACT_BELOW = {"bh": 500, "fft": 500}
-# With method="auto", a fit of at most this many points is evaluated exactly in every term.
-# There the exact pass costs at most ~1 ms per term and iteration (0.7-1.3 ns per pair on
-# this machine, about 1 s over a default fit), and it spares a first run in a new
-# environment compiling the Barnes-Hut and FFT kernels (15-20 s on 2 cores, numba's
-# compile events of a cold 1,000-point fit; BENCHMARKS.md, Start-up).
-EXACT_FIT_MAX = 1_200
-# With method="auto": Barnes-Hut planned below this many points (and always for d = 3),
-# else FFT. In 2-D each call then takes whichever of the two its cost model prices lower
-# for the group's size and current extent (:func:`fft_is_cheaper`).
-BH_BELOW = 2_000_000
-# One-thread CPU cost per call, fitted to t-SNE-like layouts (30 blobs; 20k, 200k and 10⁶
-# points over spans of 40-500; NUMBA_NUM_THREADS=1, 2026-11-27): Barnes-Hut at θ = 0.5
-# ~28 ns · m·log₂m (26-31 measured), falling as 1/θ² with the angle; FFT on its default
-# grid ~55 ns per point (spread and gather, unrolled for p = 5) + ~20 ns per node of the
-# padded grid (17-23 measured; float32 transforms above fft.SINGLE_ABOVE nodes). With two
-# threads both fall by about the same factor. A whole layout of 10⁶ points is cheaper by
-# FFT up to ~600 units by this model (measured at 500: 0.31 s against Barnes-Hut's 0.39 s
-# on 2 threads); a class scattered over a wide layout is cheaper by Barnes-Hut, whose
-# cost does not follow the extent.
-# (Before the p = 5 passes and float32 transforms: 36, 200 and 40 ns, which sent 10⁶ points
-# over 476 units to Barnes-Hut.)
-BH_NS_PER_POINT_LOG = 28.0
-FFT_NS_PER_POINT = 55.0
-FFT_NS_PER_NODE = 20.0
+# Which engine a group gets (the thresholds and cost model in ctsne.tuning):
+# - EXACT_BELOW: group sizes below which the exact kernel beats the approximations. FFT
+#   groups above it are also checked each call against the span (fft.exact_is_faster): its
+#   grid follows the layout's extent, not the group size.
+# - EXACT_FIT_MAX: with method="auto", a fit of at most this many points is evaluated
+#   exactly in every term. There the exact pass costs at most ~1 ms per term and iteration
+#   (0.7-1.3 ns per pair, about 1 s over a default fit), and it spares a first run in a new
+#   environment compiling the Barnes-Hut and FFT kernels (15-20 s on 2 cores).
+# - BH_BELOW: with method="auto", Barnes-Hut planned below this many points (and always for
+#   d = 3), else FFT. In 2-D each call then takes whichever of the two its cost model prices
+#   lower for the group's size and current extent (:func:`fft_is_cheaper`).
+# - The cost model: one-thread CPU time per call, fitted to t-SNE-like layouts (30 blobs;
+#   20k, 200k and 10⁶ points over spans of 40-500): Barnes-Hut at θ = 0.5 ~28 ns · m·log₂m
+#   (BH_NS_PER_POINT_LOG), falling as 1/θ² with the angle; FFT on its default grid ~55 ns
+#   per point (spread and gather, unrolled for p = 5; FFT_NS_PER_POINT) + ~20 ns per node
+#   of the padded grid (FFT_NS_PER_NODE; float32 transforms above fft.SINGLE_ABOVE nodes).
+#   With two threads both fall by about the same factor. A whole layout of 10⁶ points is
+#   cheaper by FFT up to ~600 units by this model; a class scattered over a wide layout is
+#   cheaper by Barnes-Hut, whose cost does not follow the extent.
 # Barnes-Hut force error grows as theta^4 (quadrupole-corrected cells; measured 5.9e-4 at
 # 0.5, 1.0e-2 at 1.0, 7.2e-2 at 1.5 on a t-SNE-like layout), and past ~1.2 the cells'
 # expansion stops converging well; a minor term's angle stays within these bounds.
@@ -78,9 +78,9 @@ THETA_MAX = 1.2
 # bench_bh.py, bench_fft.py; 500k points over a span of ~300): Barnes-Hut ~0.016·θ⁴
 # (6e-4–1.6e-3 at θ = 0.5), FFT on its default grid ~4–6e-4, FFT on the coarse grid below
 # (3 nodes per 2 units, in boxes of 5) 2.7-5.3e-2 against the default grid: 57 ms for 10⁶
-# points over ~480 units where Barnes-Hut at θ = 0.5 takes 390-510 ms (2 threads,
-# 2026-11-27). Boxes of 3 nodes at 0.5 boxes per unit, used before, place the same nodes
-# at 3.6-7.1e-2 in 71 ms: p = 5 has unrolled passes.
+# points over ~480 units where Barnes-Hut at θ = 0.5 takes 390-510 ms on 2 threads. Boxes
+# of 5 nodes (p = 5, whose passes are unrolled) place those nodes more accurately and
+# faster than boxes of 3.
 BH_ERROR_COEF = 0.016
 FFT_ERROR = 6e-4
 FFT_COARSE = {"n_interp": 5, "boxes_per_unit": 0.3}
@@ -106,15 +106,15 @@ def term_thetas(theta: float, shares: list[float]) -> list[float]:
     return out
 
 
-# Groups below this size are gathered and scattered by numpy: handing parts to threads
-# would cost more than the copy. Above it the copies run in parts on ctsne's threads
-# (ctsne._parallel.Threaded: one serial build each, where numba's parallel builds cost
-# ~1.2 CPU-s more apiece in a new environment).
-PARALLEL_ABOVE = 1 << 15
+# Groups below GROUP_COPY_PARALLEL_ABOVE are gathered and scattered by numpy: handing parts
+# to threads would cost more than the copy. Above it the copies run in parts on ctsne's
+# threads (ctsne._parallel.Threaded: one serial build each, where numba's parallel builds
+# cost ~1.2 CPU-s more apiece in a new environment).
 
 
 def _gather(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    if len(idx) < PARALLEL_ABOVE or numba.get_num_threads() == 1:
+    # numpy twins of _gather_rows and _add_rows_kernel below: no hand-off (bench_step.py)
+    if len(idx) < GROUP_COPY_PARALLEL_ABOVE or numba.get_num_threads() == 1:
         return Y[idx]
     out = np.empty((len(idx), Y.shape[1]))
     _gather_rows.run(Y, idx, out, items=len(idx), work=len(idx))
@@ -122,13 +122,13 @@ def _gather(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def _add_rows(F: np.ndarray, idx: np.ndarray, coef: float, Fg: np.ndarray) -> None:
-    if len(idx) < PARALLEL_ABOVE or numba.get_num_threads() == 1:
+    if len(idx) < GROUP_COPY_PARALLEL_ABOVE or numba.get_num_threads() == 1:
         F[idx] += coef * Fg
     else:
         _add_rows_kernel.run(F, idx, coef, Fg, items=len(idx), work=len(idx))
 
 
-@threaded(PARALLEL_ABOVE)
+@threaded(GROUP_COPY_PARALLEL_ABOVE)
 def _gather_rows(Y, idx, out, start, stop):
     # out[r] = Y[idx[r]] for rows start … stop − 1 (numpy's fancy indexing is serial)
     for r in range(start, stop):
@@ -136,7 +136,7 @@ def _gather_rows(Y, idx, out, start, stop):
             out[r, k] = Y[idx[r], k]
 
 
-@threaded(PARALLEL_ABOVE)
+@threaded(GROUP_COPY_PARALLEL_ABOVE)
 def _add_rows_kernel(F, idx, coef, Fg, start, stop):
     # F[idx] += coef·Fg for distinct idx, rows start … stop − 1: numpy's products and sums
     for r in range(start, stop):

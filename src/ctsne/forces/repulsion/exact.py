@@ -5,15 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..._parallel import even_parts, threaded
+from ...tuning import EXACT_PARALLEL_FROM_PAIRS
 
 __all__ = ["repulsion_exact", "repulsion_exact_groups"]
 
 
-# Pairs from which a pass runs on the thread pool (about 0.1 ms of serial work).
-PARALLEL_FROM_PAIRS = 40_000
-
-
-@threaded(PARALLEL_FROM_PAIRS)
+# A pass runs on the thread pool from EXACT_PARALLEL_FROM_PAIRS pairs (ctsne.tuning).
+@threaded(EXACT_PARALLEL_FROM_PAIRS)
 def _grouped_kernel(Y, lo, hi, F, zrow, start, stop):
     d = Y.shape[1]
     for i in range(start, stop):
@@ -41,12 +39,11 @@ def _grouped_kernel(Y, lo, hi, F, zrow, start, stop):
 # rounded differently from the same build loaded from numba's cache (numba issue #10617), and a
 # default two-thread fit of the paper's 1,000 points then differed between the first run
 # in a new environment and the next (the 750 iterations amplify a 1e-11 difference to
-# ~0.1 % of the layout). The lanes give the same speed on two threads (1,000 points:
-# 0.74 against 0.80 ms a call; 5,000: 20.7 against 20.3 ms); one thread runs ~1.5×
-# slower than the fastmath loop. The term j = i adds t = 1 to z and no force; it is
+# ~0.1 % of the layout). The lanes give the fastmath loop's speed on two threads; one
+# thread runs ~1.5× slower than it. The term j = i adds t = 1 to z and no force; it is
 # subtracted below rather than branched on. Rows are independent, so the forces are the
 # same on any number of threads.
-@threaded(PARALLEL_FROM_PAIRS, error_model="numpy")
+@threaded(EXACT_PARALLEL_FROM_PAIRS, error_model="numpy")
 def _grouped_kernel_2d(x, y, lo, hi, F, zrow, start, stop):
     for i in range(start, stop):
         xi, yi = x[i], y[i]

@@ -25,23 +25,20 @@ import numpy as np
 
 from ..._parallel import threaded
 from ...prior import weight_terms
+from ...tuning import FIELD_BYTES, REFERENCE_LEAF_SIZE, REFERENCE_PARALLEL_FROM_QUERIES
 
 __all__ = ["ReferenceRepulsion", "ReferenceTree"]
 
-# Leaves hold up to this many points: below it an exact loop over the points beats
-# descending further.
-_LEAF_SIZE = 16
+# From ctsne.tuning: leaves hold up to REFERENCE_LEAF_SIZE points (below it an exact loop
+# over the points beats descending further); from REFERENCE_PARALLEL_FROM_QUERIES query
+# points the walk runs in parts on ctsne's threads (equal numbers of points; one serial
+# build): below, a hand-off costs more than it saves, and much more on a machine busy with
+# other work; FIELD_BYTES is the most memory for the fields of one map's terms (2-D): at
+# 100,000 points a field takes ~25 MB and costs ~0.15 s to build, where walking a class's
+# tree costs ~6 µs per point and iteration (θ = 0.5); past this budget (priors with
+# hundreds of classes) the class terms walk trees.
 # The tree's depth is at most log2(n) + 1 and the walk keeps two entries per level.
 _STACK = 130
-# Query points from which the walk runs in parts on ctsne's threads (equal numbers of
-# points, as numba's static schedule split them; one serial build): below, a hand-off
-# costs more than it saves, and much more on a machine busy with other work.
-PARALLEL_FROM_QUERIES = 1000
-# Most memory for the fields of one map's terms (2-D): at 100,000 points a field takes
-# ~25 MB and costs ~0.15 s to build, where walking a class's tree costs ~6 µs per point
-# and iteration (θ = 0.5); past this budget (priors with hundreds of classes) the class
-# terms walk trees.
-FIELD_BYTES = 1 << 30
 
 
 @numba.njit(cache=True)
@@ -132,7 +129,7 @@ def _query_point(i, Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, 
         F[i, k] += coef * f[k]
 
 
-@threaded(PARALLEL_FROM_QUERIES)
+@threaded(REFERENCE_PARALLEL_FROM_QUERIES)
 def _query(Yq, Ys, start, stop, child, com, diam2, theta2, coef, F, Z, first, last):
     # _query_point for rows first … last − 1 of Yq (each point's sums are its own: the
     # same for any split)
@@ -153,7 +150,7 @@ class ReferenceTree:
 
     def __init__(self, Y: np.ndarray):
         perm, self.start, self.stop, self.child, self.com, self.diam2 = _build_tree(
-            np.ascontiguousarray(Y, dtype=np.float64), _LEAF_SIZE)
+            np.ascontiguousarray(Y, dtype=np.float64), REFERENCE_LEAF_SIZE)
         self.Ys = np.ascontiguousarray(Y[perm], dtype=np.float64)
 
     def add(self, Yq: np.ndarray, theta: float, coef: float, F: np.ndarray,

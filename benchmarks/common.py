@@ -1,0 +1,86 @@
+"""What several benchmarks share: the results file, the data sets and their priors.
+
+Not a benchmark itself. ``record`` and ``run_meta`` write the rows of
+``benchmarks/results.jsonl``; ``separated_data`` is the paper-style 10-D set whose classes
+the data separates (``bench_balanced.py``, ``bench_pooled.py``, ``bench_tree_ties.py``);
+``adult_priors`` and ``diamonds`` load UCI Adult and plotnine's diamonds (not bundled) with
+their priors (``bench_auto_real.py``, ``bench_tree_ties.py``).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def separated_data(n: int, classes: int, dims: int, rng: np.random.Generator):
+    """20 Gaussian clusters in ``dims`` dimensions, repeated in every class with a
+    class-specific shift (a batch effect that separates the classes): ``(X, codes)``."""
+    centres = rng.normal(scale=4.0, size=(20, dims))
+    shifts = rng.normal(scale=6.0, size=(classes, dims))
+    codes = rng.integers(0, classes, n)
+    X = centres[rng.integers(0, 20, n)] + shifts[codes] + rng.normal(size=(n, dims))
+    return X, codes
+
+
+def run_meta(load_before: float) -> dict:
+    """The fields every recorded row starts with: date, machine, Python, load before."""
+    return {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "load_1min_before": load_before}
+
+
+def record(row: dict, save: bool) -> None:
+    """Print ``row`` as a JSON line and, with ``save``, append it to results.jsonl."""
+    print(json.dumps(row), flush=True)
+    if save:
+        with open(HERE / "results.jsonl", "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+
+def adult_priors(path: Path) -> tuple[np.ndarray, dict]:
+    """UCI Adult's features (``experiments/representatives_check.py``: 8 standardised
+    columns) and its priors as class codes: gender, relationship, occupation, education,
+    education × gender."""
+    experiments = str(HERE.parent / "experiments")
+    if experiments not in sys.path:
+        sys.path.insert(0, experiments)
+    from representatives_check import load
+
+    X, _ = load(path)
+    lines = [ln for ln in path.read_text().splitlines()[1:] if ln.strip()]
+    cols = list(zip(*(ln.split(", ") for ln in lines), strict=True))
+
+    def codes(*columns):
+        joint = np.array([" / ".join(v) for v in zip(*(cols[j] for j in columns),
+                                                     strict=True)])
+        return np.unique(joint, return_inverse=True)[1]
+    return X, {"gender": codes(9), "relationship": codes(7), "occupation": codes(6),
+               "education": codes(3), "education-x-gender": codes(3, 9)}
+
+
+# diamonds' ordinal grades, worst first, and their columns in diamonds()' features
+GRADES = {"cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
+          "color": list("DEFGHIJ"),
+          "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]}
+GRADE_COLUMN = {"cut": 1, "color": 2, "clarity": 3}
+
+
+def diamonds(path: Path) -> tuple[np.ndarray, dict]:
+    """plotnine's diamonds: 7 numeric columns and the 3 ordinal grades as integers,
+    standardised, and each grade's codes (0 = worst)."""
+    rows = list(csv.DictReader(path.open()))
+    codes = {g: np.array([levels.index(r[g]) for r in rows]) for g, levels in GRADES.items()}
+    X = np.array([[float(r["carat"]), codes["cut"][a], codes["color"][a], codes["clarity"][a],
+                   float(r["depth"]), float(r["table"]), np.log(float(r["price"])),
+                   float(r["x"]), float(r["y"]), float(r["z"])] for a, r in enumerate(rows)])
+    return (X - X.mean(axis=0)) / X.std(axis=0), codes

@@ -1,0 +1,99 @@
+"""Size thresholds, cost models and block sizes: how a pass runs, not what it computes.
+
+Each name decides which implementation serves a call (a numpy twin, one compiled build on
+one thread or in parts on ctsne's threads, numba's ``prange`` twin), where a cost model
+sends a group, or how large a pass's parts, blocks or leaves are. Changing one changes
+speed and compile time, not the result, except where its line says the result moves (in
+its last bits, or within the method's accuracy). Beside each value, the benchmark
+(``benchmarks/``) that measures its trade-off; BENCHMARKS.md has the current figures.
+
+Not here: constants that define results (the perplexity factor, tolerances, the prior's
+defaults, the engines' error models, UMAP's curve), and sizes read inside a numba kernel's
+body (``neighbors.kdtree.LEAF_SIZE``, ``neighbors.brute._BLOCK`` and ``_TILE``,
+``forces.repulsion._zorder.BOX_RUNS`` and ``RADIX_BITS``,
+``forces.repulsion.barnes_hut._LIST_START``): numba compiles a global's value into the
+cached kernel and checks only the kernel's own file for changes, so such a size stays
+beside its kernel, where an edit recompiles it.
+
+No imports: the modules that read these import this one at no cost.
+"""
+
+# --- the input affinities: passes over the (n, k) neighbour tables, once per fit -----------
+
+# (n, k) passes on the threads from here; below, a pass takes milliseconds: not worth a build
+PARALLEL_FROM_ENTRIES = 200_000  # bench_compile.py, bench_threads.py
+# (n, k) passes in numpy twins below: ~0.25 s more at 10⁶ entries, 2-6 CPU-s less compile each
+NUMPY_BELOW_ENTRIES = 1_000_000  # bench_compile.py --n 5000
+# Most parts of C's rows in the transpose: each part holds a counter per point (8 bytes)
+TRANSPOSE_PARTS = 8  # bench_balanced.py (the symmetrisation)
+# Cᵀ values gathered per thread before the merge (256 KB): the gather's cache misses overlap
+SYMMETRY_GATHER = 32_768  # bench_balanced.py (the symmetrisation)
+# The prior-mixing sums in numpy below: no ~1 CPU-s build, ~30 ns an entry (30 ms at 10⁶)
+MIXING_NUMPY_BELOW = 1_000_000  # bench_compile.py, bench_auto_real.py
+# Rows a part of the table's class sums, on any thread count (their order: the sums' last bits)
+MIXING_TABLE_ROWS = 4096  # bench_auto_real.py
+# Most class sums the parts keep (parts × classes): with many classes, longer parts
+MIXING_PART_CELLS = 1 << 21  # bench_auto_real.py
+# Rows per Gram block of the trust's search; × POOLED_SAMPLE, the most pairs it sums directly
+TRUST_ROWS = 500  # bench_auto_real.py
+# Rows per Gram block of the trust's pooled lists: the block stays in cache until it is read
+TRUST_POOLED_ROWS = 128  # bench_auto_real.py (priors of many classes, > 15 features)
+
+# --- the neighbour searches -----------------------------------------------------------------
+
+# Queries × neighbours from which a block-tree search runs on the threads
+KDTREE_PARALLEL_FROM_WORK = 200_000  # bench_threads.py, bench_knn.py --exact
+# Pairs × features from which a brute scan runs compiled, below in numpy (above: 1.3 s a 5k fit)
+BRUTE_PARALLEL_FROM = 1e7  # bench_compile.py --n 5000
+# Pairs per chunk of the numpy scan: its distance table stays within the L2 cache
+BRUTE_SMALL_CHUNK = 1 << 16  # bench_compile.py (the small fits it serves)
+
+# --- the attraction and the gradient --------------------------------------------------------
+
+# P's non-zeros from which the attraction's passes run on the threads (~0.1 ms of serial work)
+ATTRACTION_PARALLEL_FROM_NNZ = 40_000  # bench_threads.py
+# ... and from which in numba's pool: 10-20 % faster, but a build of ~1.2 CPU-s more
+PRANGE_FROM_NNZ = 300_000  # bench_step.py, bench_compile.py
+# Points above which the attraction reads P in reverse Cuthill-McKee order: partners in cache
+LOCALITY_ABOVE = 50_000  # bench_step.py, bench_vs_opentsne.py --cases 250k 1M
+# Non-zeros below which P's upper triangle is taken by numpy (no build), above by a kernel (6×)
+UPPER_IN_NUMPY_BELOW = 2_000_000  # bench_compile.py
+# P's non-zeros from which the KL's fixed part runs compiled (~1 CPU-s build, ~20 ns a non-zero)
+KL_FIXED_PARALLEL_FROM_NNZ = 1_000_000  # bench_compile.py
+# Coordinates from which the gradient is assembled in place (numpy: four temporaries a step)
+ASSEMBLE_IN_PLACE_FROM = 50_000  # bench_step.py
+
+# --- the repulsion: which engine (the forces move within its accuracy), and how it runs -----
+
+# Group sizes below which the exact kernel beats the approximations
+EXACT_BELOW = {"bh": 500, "fft": 500}  # bench_bh.py, bench_fft.py: --only crossover
+# Under "auto", fits this small are exact: ≤ ~1 ms a term a step, and no BH or FFT to compile
+EXACT_FIT_MAX = 1_200  # bench_compile.py, bench_vs_opentsne.py --startup
+# Under "auto" in 2-D, Barnes-Hut planned for groups below this, else the FFT grid
+BH_BELOW = 2_000_000  # bench_bh.py --only fft
+# One-thread cost of Barnes-Hut at θ = 0.5, ns per m·log₂m (× (0.5/θ)²): fft_is_cheaper
+BH_NS_PER_POINT_LOG = 28.0  # bench_bh.py --only large
+# One-thread cost of the FFT on its default grid, ns per point (spread and gather)...
+FFT_NS_PER_POINT = 55.0  # bench_fft.py --only large
+# ... and ns per node of its padded grid
+FFT_NS_PER_NODE = 20.0  # bench_fft.py --only large
+# Group sizes from which a term's gathers and scatters run on the threads (below: numpy)
+GROUP_COPY_PARALLEL_ABOVE = 1 << 15  # bench_step.py --classes 500
+# Pairs from which the exact repulsion runs on the threads (~0.1 ms of serial work)
+EXACT_PARALLEL_FROM_PAIRS = 40_000  # bench_threads.py
+# Points from which the Barnes-Hut walk runs on the threads (~0.1 ms of serial work)
+BH_PARALLEL_WALK_FROM = 512  # bench_threads.py
+# Points from which Barnes-Hut's Z-order passes run in numba's pool (~10 ns a point)
+ZORDER_PARALLEL_FROM = 50_000  # bench_threads.py, bench_bh.py --only large
+# Barnes-Hut leaf size: below it an exact loop beats descending (forces move within θ's error)
+BH_LEAF_SIZE = 32  # bench_bh.py --only large, --only theta
+# Points sharing one Barnes-Hut walk (the forces move within θ's error)
+BH_GROUP = 128  # bench_bh.py --only large, --only theta
+# From this many points the walk sweeps in float32 (fewer: mostly near pairs, kept in float64)
+BH_SINGLE_FROM = 512  # bench_bh.py --only large
+# Leaf size of a fitted map's trees (transform): below it an exact loop beats descending
+REFERENCE_LEAF_SIZE = 16  # bench_transform.py
+# New points from which the walk of a fitted map's trees runs on the threads
+REFERENCE_PARALLEL_FROM_QUERIES = 1000  # bench_transform.py
+# Most memory for a map's fields (2-D; ~25 MB a field at 100k points); past it classes walk trees
+FIELD_BYTES = 1 << 30  # bench_transform.py
