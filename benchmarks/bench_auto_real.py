@@ -10,7 +10,7 @@ education (16), education × gender (32). Per case, ``--rounds`` rounds of the s
 the balanced P alone at the fixed default weight, "auto", and ``affinities="balanced"``
 with its shares from the rule as "auto" chooses them (the counterpart trust included)
 (medians recorded), the P "auto" chose and whether it found the balanced lists first
-(``ctsne.affinities.modes._balanced_first``). The file is not bundled. With
+(``ctsne.affinities.modes.Auto``, step 1). The file is not bundled. With
 ``--diamonds PATH`` (plotnine's ``diamonds.csv``, 53,940 rows, from its ``data`` folder;
 not bundled) each of its grades is a prior too: cut (5 classes), color (7), clarity (8),
 that grade's column left out of the 10 features (``common.diamonds``). With
@@ -34,6 +34,7 @@ from common import GRADE_COLUMN, adult_priors, diamonds, record, run_meta
 from ctsne.affinities import modes
 from ctsne.affinities.balanced import balanced_affinities
 from ctsne.affinities.standard import joint_affinities
+from ctsne.neighbors.provider import NeighborLists
 
 
 def main() -> None:
@@ -53,13 +54,13 @@ def main() -> None:
     warnings.simplefilter("ignore")  # Adult's duplicated rows warn at every P
     X_all, labels = adult_priors(args.adult)
     first = []
-    real = modes._balanced_first
+    real = NeighborLists.balanced
 
-    def spy(*a, **kw):  # which order "auto" took
-        out = real(*a, **kw)
-        first.append(out[0] is not None)
-        return out
-    modes._balanced_first = spy
+    def spy(self, k, *, class_trees=False):  # which order "auto" took
+        if class_trees:  # the balanced lists before the standard ones
+            first.append(True)
+        return real(self, k, class_trees=class_trees)
+    NeighborLists.balanced = spy
     modes.input_affinities(X_all[:3000], args.perplexity, labels["education"][:3000], "auto")
     cases = [(f"adult-{name}", X_all[:rows], all_codes[:rows])
              for rows in args.rows for name, all_codes in labels.items()]
