@@ -53,7 +53,8 @@ def test_cold_cache_gives_the_warm_embedding_and_compiles_no_engine(tmp_path):
     assert not any(name.startswith(("barnes_hut.", "fft.", "_interp.")) for name in compiled)
     # the once-per-fit passes (scans, calibration, symmetrisation, mixing) run as their
     # numpy twins at this size: nothing of theirs compiles (ctsne._parallel)
-    once = ("brute.", "calibration.", "symmetry.", "mixing.", "cross_share.", "kdtree.", "kdtree_build.")
+    once = ("brute.", "calibration.", "symmetry.", "mixing.", "cross_share.", "kdtree.",
+            "kdtree_build.")
     assert not any(name.startswith(once) for name in compiled), compiled
     # and of the iteration only the attraction and the exact repulsion compile, once each
     # for one and two threads (ctsne._parallel.Threaded; the steps run in numpy)
