@@ -160,3 +160,14 @@ def test_fuzzy_graph_family_keeps_umaps_graph(rng):
     got = Standard().build(NeighborLists(X, codes), FuzzyGraph(12))
     idx, dist = nearest_neighbors(X, 11)
     assert abs(got.P - fuzzy_graph(idx, dist, 12)).max() == 0.0
+
+
+@pytest.mark.filterwarnings("ignore:.*at the same distance")  # the copies tie, too
+def test_every_estimator_warns_of_duplicate_rows(rng):
+    X = rng.normal(size=(120, 3))
+    X[60:70] = X[0]  # ten copies of one row
+    for model in (ConditionalUMAP(n_neighbors=8, **FAST_GRAPH),
+                  ConditionalLargeVis(perplexity=5.0, **FAST_GRAPH),
+                  ConditionalTSNE(**FAST_TSNE)):
+        with pytest.warns(UserWarning, match="11 of 120 points have an exact duplicate"):
+            model.fit(X)

@@ -201,6 +201,8 @@ class FuzzyGraph:
 
         idx, dist = lists.standard(self.k(len(lists.X)), expect_classes=expect_classes,
                                    own_search=own_search)
+        # copies, as for t-SNE's P; memberships reach their target whatever the ties
+        warn_ties(dist, float(dist.shape[1]), lists.X, idx)
         return _Finished(fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
                                      self.local_connectivity))
 
