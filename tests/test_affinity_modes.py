@@ -171,3 +171,13 @@ def test_every_estimator_warns_of_duplicate_rows(rng):
                   ConditionalTSNE(**FAST_TSNE)):
         with pytest.warns(UserWarning, match="11 of 120 points have an exact duplicate"):
             model.fit(X)
+
+
+@pytest.mark.parametrize("make", [ConditionalTSNE, ConditionalUMAP, ConditionalLargeVis])
+def test_an_unknown_metric_is_refused_with_the_closest_name(make, rng, monkeypatch):
+    def no_search(*args, **kwargs):
+        raise AssertionError("the neighbour search ran before the metric was checked")
+
+    monkeypatch.setattr(provider, "nearest_neighbors", no_search)
+    with pytest.raises(ValueError, match="did you mean 'cosine'"):
+        make(metric="cosin").fit(rng.normal(size=(40, 3)))

@@ -32,7 +32,7 @@ from .parameters import (
     check_table,
     mode_of,
 )
-from .validation import check_one_weight, check_perplexity
+from .validation import check_metric, check_one_weight, check_perplexity
 
 __all__ = ["EPOCHS_LARGE", "EPOCHS_SMALL", "LARGEVIS_AFFINITIES", "LARGEVIS_PARAMETERS",
            "SMALL_UP_TO", "UMAP_AFFINITIES", "UMAP_PARAMETERS", "check_embedding_options",
@@ -297,3 +297,4 @@ def check_embedding_params(table: Mapping[str, Parameter], params: Mapping[str, 
                          f"n_neighbors ≤ {n - 1} or more points")
     if "perplexity" in params:
         check_perplexity(params["perplexity"], n)
+    check_metric(params["metric"])

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import scipy.sparse as sp
 
 __all__ = ["DescribedInput", "check_P", "check_X", "check_feature_names", "check_options",
-           "check_one_weight", "check_params", "check_perplexity", "threads"]
+           "check_metric", "check_one_weight", "check_params", "check_perplexity", "threads"]
 
 
 def _dims_fit_method(p: Mapping[str, Any]) -> None:
@@ -97,6 +97,33 @@ def check_params(params: Mapping[str, Any], n: int, *, builds_affinities: bool =
         raise ValueError(f"t-SNE needs at least 3 points, got n_samples={n}")
     if builds_affinities:
         check_perplexity(params["perplexity"], n)
+        check_metric(params["metric"])
+
+
+# scikit-learn's names that need more than a name, are no distance between rows of X, or
+# that the approximate search (pynndescent) does not know
+_NOT_SEARCHABLE = ("precomputed", "nan_euclidean", "mahalanobis", "seuclidean", "haversine",
+                   "cityblock")
+
+
+def check_metric(metric) -> None:
+    """Refuse a metric name the neighbour searches do not know, before any work, with the
+    closest names (the names both scikit-learn's exact and pynndescent's approximate
+    search take, less those that need extra arguments)."""
+    if callable(metric):
+        return
+    from sklearn.neighbors import VALID_METRICS
+
+    known = sorted(m for m in VALID_METRICS["brute"]
+                   if isinstance(m, str) and m not in _NOT_SEARCHABLE)
+    if metric in known:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(str(metric), known, n=3)
+    hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+    raise ValueError(f"metric={metric!r} is not a metric the neighbour search knows; {hint}"
+                     f"use one of {', '.join(known)}, or a callable")
 
 
 @contextlib.contextmanager
