@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.utils.estimator_checks import (
     check_dataframe_column_names_consistency,
     parametrize_with_checks,
@@ -22,9 +23,6 @@ FAST = dict(perplexity=2.0, early_exaggeration_iter=5, n_iter=5, method="exact",
 
 # Checks that test something ConditionalTSNE does differently on purpose, by name.
 EXPECTED_FAILURES = {
-    "check_fit_score_takes_y": (
-        "fit's second positional argument is the prior (the labels to factor out), so it "
-        "is named prior, not y; a Pipeline passes it positionally all the same"),
     "check_transformer_general": (
         "transform places new points into the fitted map without moving it "
         "(out-of-sample); t-SNE has no mapping that would give the training points their "
@@ -91,3 +89,26 @@ def test_get_feature_names_out(rng):
     model = ConditionalTSNE(**FAST).fit(rng.normal(size=(20, 3)))
     np.testing.assert_array_equal(model.get_feature_names_out(),
                                   ["conditionaltsne0", "conditionaltsne1"])
+
+
+@pytest.mark.parametrize("model", [
+    ConditionalTSNE(n_iter=5, early_exaggeration_iter=5, perplexity=5.0, random_state=0),
+    ConditionalUMAP(n_epochs=5, n_neighbors=5, random_state=0, n_jobs=1),
+    ConditionalLargeVis(n_epochs=5, perplexity=5.0, random_state=0, n_jobs=1),
+])
+def test_a_pipeline_routes_the_prior_by_name(model):
+    # scikit-learn's metadata routing passes fit(Xt, y, prior=...): the prior by keyword
+    import sklearn
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X, batch = rng.normal(size=(80, 4)), np.repeat(["a", "b"], 40)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(StandardScaler(), clone(model).set_fit_request(prior=True))
+        pipe.fit(X, prior=batch)
+    routed = pipe[-1]
+    assert list(routed.prior_.classes[0]) == ["a", "b"]
+    # and positionally, as before: the same map from the same seed
+    plain = clone(model).fit(StandardScaler().fit_transform(X), batch)
+    np.testing.assert_array_equal(plain.prior_.joint_codes(), routed.prior_.joint_codes())

@@ -26,7 +26,30 @@ from ..prior import Prior, make_prior
 from .parameters import Parameter
 from .validation import DescribedInput
 
-__all__ = ["ConditionalEmbedding", "callback_list"]
+__all__ = ["PRIOR_DOC", "ConditionalEmbedding", "callback_list", "document_prior",
+           "given_prior"]
+
+# fit's and fit_transform's prior arguments, documented once
+PRIOR_DOC = """y : labels (n,), labels (n, m), list of label arrays, DataFrame, or None
+            The prior, given positionally: ``fit(X, labels)`` (the place scikit-learn
+            gives a target, so a Pipeline passes it along), unless ``prior`` is given.
+        prior : the same, optional
+            The known structure to factor out, by keyword (a Pipeline with metadata
+            routing: ``set_fit_request(prior=True)``); any hashable values. ``None``
+            is the plain method."""
+
+
+def document_prior(method):
+    """Decorator: ``PRIOR_DOC`` in the method's docstring (absent under ``python -OO``)."""
+    if method.__doc__:
+        method.__doc__ = method.__doc__.replace("PRIOR_DOC", PRIOR_DOC)
+    return method
+
+
+def given_prior(y, prior):
+    """The prior of ``fit(X, labels)`` (``y``) or ``fit(X, prior=labels)`` (``prior``,
+    which wins: a Pipeline may pass its own target as ``y`` beside a routed prior)."""
+    return y if prior is None else prior
 
 
 def callback_list(callbacks) -> list:
@@ -58,14 +81,15 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         tags.non_deterministic = False  # a seed fixes the map (the invariance checks apply)
         return tags
 
-    def fit(self, X, prior=None, **fit_params):
-        """Embed ``X`` factoring out ``prior``; see :meth:`fit_transform`.
+    def fit(self, X, y=None, *, prior=None):
+        """Embed ``X`` factoring out the prior (``y``, or ``prior`` by keyword); see
+        :meth:`fit_transform`.
 
         Returns
         -------
         self
         """
-        self.fit_transform(X, prior, **fit_params)
+        self.fit_transform(X, y, prior=prior)
         return self
 
     # ------------------------------------------------------------------ the prior

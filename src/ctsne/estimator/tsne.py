@@ -26,7 +26,7 @@ from ..optimization.optimizer import (
     in_order,
     run_in_order,
 )
-from .base import ConditionalEmbedding, callback_list
+from .base import ConditionalEmbedding, callback_list, document_prior, given_prior
 from .engine import NumbaEngine, choose_engine
 from .parameters import PARAMETERS, with_parameters
 from .validation import check_P, check_params, check_X, threads
@@ -169,28 +169,27 @@ class ConditionalTSNE(ConditionalEmbedding):
         return state
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, prior=None, *, knn=None) -> ConditionalTSNE:
-        """Embed ``X`` factoring out ``prior``; see :meth:`fit_transform`."""
-        self.fit_transform(X, prior, knn=knn)
+    def fit(self, X, y=None, *, prior=None, knn=None) -> ConditionalTSNE:
+        """Embed ``X`` factoring out the prior; see :meth:`fit_transform`."""
+        self.fit_transform(X, y, prior=prior, knn=knn)
         return self
 
-    def fit_transform(self, X, prior=None, y=None, *, knn=None) -> np.ndarray:
-        """Embed ``X`` (n, p) factoring out ``prior`` and return the embedding.
+    @document_prior
+    def fit_transform(self, X, y=None, *, prior=None, knn=None) -> np.ndarray:
+        """Embed ``X`` (n, p) factoring out the prior and return the embedding.
 
         Parameters
         ----------
         X : array-like (n_samples, n_features)
             A DataFrame's column names become ``feature_names_in_``.
-        prior : labels (n,), labels (n, m), list of label arrays, DataFrame, or None
-            The known structure to factor out; any hashable values. ``None`` is t-SNE.
-            (Second positional argument, so the estimator works in a Pipeline.)
-        y : ignored
+        PRIOR_DOC
         knn : (indices, distances), optional
             Precomputed neighbours of X's rows, each (n, k), self left out (e.g. from
             :func:`ctsne.affinities.precomputed.knn_from_graph`): P is calibrated on them instead of
             searching. With k < 3·perplexity the perplexity is lowered to k/3, with a
             warning; ``perplexity_`` holds the value used.
         """
+        prior = given_prior(y, prior)
         self._record_feature_names(X, reset=True)
         X = check_X(X)
         n = X.shape[0]

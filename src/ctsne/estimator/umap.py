@@ -45,7 +45,7 @@ from ..optimization.negatives import NegativeSampler
 from ..optimization.sgd import edge_keys, epochs_per_sample, optimize_layout
 from ..optimization.spectral import pca_init, spectral_init
 from ..prior import Prior
-from .base import ConditionalEmbedding, callback_list
+from .base import ConditionalEmbedding, callback_list, document_prior, given_prior
 from .parameters import with_parameters
 from .placement import encode_new_prior, reference_neighbors
 from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs
@@ -143,23 +143,21 @@ class GraphEmbedding(ConditionalEmbedding):
         return tags
 
     # ------------------------------------------------------------------ fitting
-    def fit_transform(self, X, prior=None, y=None) -> np.ndarray:
-        """Embed ``X`` (n, p) factoring out ``prior`` and return the embedding.
+    @document_prior
+    def fit_transform(self, X, y=None, *, prior=None) -> np.ndarray:
+        """Embed ``X`` (n, p) factoring out the prior and return the embedding.
 
         Parameters
         ----------
         X : array-like (n_samples, n_features)
             A DataFrame's column names become ``feature_names_in_``.
-        prior : labels (n,), labels (n, m), list of label arrays, DataFrame, or None
-            The known structure to factor out; any hashable values. ``None`` is the
-            plain method. (Second positional argument, so the estimator works in a
-            Pipeline.)
-        y : ignored
+        PRIOR_DOC
 
         Returns
         -------
         ndarray (n_samples, n_components)
         """
+        prior = given_prior(y, prior)
         self._record_feature_names(X, reset=True)
         X = check_X(X)
         n = X.shape[0]
