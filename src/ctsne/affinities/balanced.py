@@ -56,13 +56,10 @@ __all__ = ["K_MIN", "OTHER_SHARE", "PER_CLASS_UP_TO", "TAIL_MASS", "BalancedList
 # Each block of a row keeps the entries that hold 1 − TAIL_MASS of its mass (the rest, its
 # farthest neighbours, are dropped and the block scaled back to its weight, so the shares
 # across classes stay exact). A block's Gaussian puts little on its far end, and the
-# attraction's cost follows P's entries. On the five integration sets of REPORT §12
-# (experiments/tail_mass.py, seeds 0–2, 15 runs each, 2026-11-28) 0.05 kept 0.50–0.63 of
-# the entries, and against no trim moved within-batch 15-NN preservation by −0.008 to
-# +0.011 (mean +0.001) and the overall score by −0.002 to +0.012 (mean +0.002); 0.01–0.03
-# moved them as little. At 100k points of the paper-style data with a 5-class prior: 0.62
-# of the entries, attraction 21.2 → 14.9 s, 10-NN preservation 0.140 → 0.151, the prior's
-# and the complement's label homogeneity unchanged (BENCHMARKS.md).
+# attraction's cost follows P's entries: 0.05 keeps about 0.6 of them and moved
+# within-batch preservation and the overall score by no more than ±0.01 on the
+# integration sets (experiments/tail_mass.py), the attraction ~30 % faster at 100k points
+# (benchmarks/bench_balanced.py).
 TAIL_MASS = 0.05
 
 

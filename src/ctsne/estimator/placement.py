@@ -114,7 +114,7 @@ def reference_neighbors(X_ref: np.ndarray, X_new: np.ndarray, k: int, metric: st
 
     :class:`ctsne.neighbors.search.ExactIndex` (a k-d tree for Euclidean data of at most
     ``TREE_DIMS`` features; 3-4x faster than ``NearestNeighbors``' tree on the 10-feature
-    benchmark, BENCHMARKS.md, New points), queried in chunks of at most ``QUERY_CHUNK``,
+    benchmark, benchmarks/bench_transform.py), queried in chunks of at most ``QUERY_CHUNK``,
     near new rows together (the order of a k-d tree over them, as the fit's own search
     does; same answers: 100,000 new points into 200,000, 10 features, k = 91: 8.3–8.5 s
     against 17.3–18.2 s in the given order; 10,000 into 100,000: 0.45 s against 0.47 s).
