@@ -48,6 +48,72 @@ BRUTE_PARALLEL_FROM = 1e7  # bench_compile.py --n 5000
 # Pairs per chunk of the numpy scan: its distance table stays within the L2 cache
 BRUTE_SMALL_CHUNK = 1 << 16  # bench_compile.py (the small fits it serves)
 
+# --- neighbours: which search answers a fit (exact, or pynndescent within its recall) -------
+
+# Points up to which "auto" is exact at any width: brute force ≥ 1.46× pynndescent's speed at 40k
+APPROX_ABOVE = 40_000  # bench_knn.py --wide (above: lists within pynndescent's recall)
+# Most features for the k-d trees (scipy's, the block tree): beyond, trees prune too little
+TREE_DIMS = 15  # bench_knn.py, bench_knn.py --wide (lists: the same but for rounding-close ties)
+# Points up to which "auto" is exact in ≤ TREE_DIMS features: scipy's tree 2× faster at 250k, ~n²
+TREE_MAX_N = 400_000  # bench_knn.py --n 100000 250000 500000 (above: pynndescent's recall)
+# Fewest features for the block tree: in fewer scipy's tree is as fast or faster
+BLOCK_TREE_DIMS = 8  # bench_knn.py --exact, bench_tree_ties.py
+# Search size from which the block tree serves: below, scipy's takes < 1 s and nothing compiles
+BLOCK_TREE_FROM = 20_000  # bench_knn.py --exact, bench_compile.py
+# Points up to which "auto" is exact with the block tree: 1.3-14× pynndescent's speed at 500k
+BLOCK_TREE_MAX_N = 1_000_000  # bench_knn.py --n 500000, --sets (above: pynndescent's recall)
+# pynndescent in ≤ TREE_DIMS features: 4 trees, 2 rounds, 1.06-1.8× faster than its defaults
+LOW_DIM_DESCENT = {"n_trees": 4, "n_iters": 2}  # bench_knn.py --sets (recall ≥ 0.998, not 1)
+# Queries per search call: one call's (n, k + 1) answer and temporaries would take GBs at 10⁶
+QUERY_CHUNK = 20_000  # bench_knn.py (a memory bound; the lists do not depend on it)
+# Leaf size of scipy's tree: with k ≈ 90 a query reads many leaves; 0.77-0.93× its 16's time
+KD_LEAF_SIZE = 64  # bench_knn.py, bench_tree_ties.py
+
+# --- neighbours: lists by class (the balanced P's, and the orders "auto" finds lists in) -----
+
+# Classes up to this size find their own lists by brute force: no search's fixed cost each
+BRUTE_UP_TO = 2_000  # bench_balanced.py --classes 500
+# Pairs up to which an approximate class's far and rest queries are brute-forced (~8× its graph)
+BRUTE_PAIRS = 2e9  # bench_balanced.py --dims 50 (exact lists where pynndescent's would be)
+# Far (point, query) pairs scanned exactly up to here; above, the tolerant tree (~2.5× faster)
+SCAN_MAX_PAIRS = 4e8  # bench_balanced.py (above: lists within FAR_EPS's recall, ~0.9)
+# Far searches over more pairs ask representatives only: ~2.7× faster at the same recall
+REPS_FROM_PAIRS = 1e8  # bench_representatives.py (the far lists move: its TV distances)
+# Neighbours own_class_rows tests one at a time (a column gathered row by row: a line an entry)
+OWN_ROWS_SCREEN = 8  # bench_balanced.py --keep, bench_auto_real.py --diamonds
+# ... while one keeps at most this share of the rows; then the rest are read whole
+OWN_ROWS_SCREEN_KEEPS = 0.9  # bench_balanced.py --keep, bench_auto_real.py --diamonds
+# Own-class points a skipping query may read: up to it, skipping is 1.1-3.2× faster than bits
+SKIP_OWN_UP_TO = 10_000  # bench_pooled.py, --blobs (pooled lists move: exact, not the bits')
+# Points sampled for a class's mean reads: 64 cost 4× for a mean telling ~200 from ~10,000
+SKIP_SAMPLE = 16  # bench_pooled.py, bench_auto_real.py
+# Fewest class bits (9+ classes) for skipping: with fewer bit searches a class apart costs 2×
+SKIP_OWN_FROM_BITS = 4  # bench_pooled.py
+# Points per block of the sample's distances: SKIP_SAMPLE × 4,096 float64 (0.5 MB) in cache
+SKIP_SAMPLE_CHUNK = 4_096  # bench_pooled.py
+# Merged entries (askers × k) from which the bits' merge and merged.py's merge use numba's pool
+POOLED_PARALLEL_FROM_ENTRIES = 20_000  # bench_threads.py, bench_pooled.py
+# Candidate distances (points × REPS_PER_POINT × k) from which that pass uses numba's pool
+PARALLEL_FROM_CANDIDATES = 20_000  # bench_threads.py, bench_representatives.py
+# Tasks a thread of the candidates' pass: each marks seen points over all n (4 bytes a point)
+REPS_TASKS_PER_THREAD = 4  # bench_representatives.py
+# Points (< BLOCK_TREE_DIMS features) from which the standard lists may come class by class
+OWN_FIRST_FROM = TREE_MAX_N + 1  # bench_balanced.py --n 1000000 (exact, ~0.6× pynndescent's time)
+# ... and with more: below, the block tree over all points takes ~0.65× the class trees' time
+OWN_FIRST_BLOCK_FROM = BLOCK_TREE_MAX_N + 1  # bench_balanced.py --n 250000 500000
+# Most classes for it: each point asks every other class's tree (30 classes: 1.35× the standard)
+OWN_FIRST_CLASSES_UP_TO = 10  # bench_balanced.py --classes 30
+# Share of probed points near another class up to which it runs: above, the standard P stays
+OWN_FIRST_UP_TO = 0.5  # bench_balanced.py --keep
+# Points its probe asks (a fixed seed: the order is a property of the data, not of a run)
+OWN_FIRST_PROBE_SAMPLE = 1_000  # bench_balanced.py --n 1000000 --keep
+# Pairs of the exact search of merged lists' unsure points; above, the standard search runs
+MERGE_SEARCH_PAIRS = 1e9  # bench_balanced.py --dims 50 (4·10⁸ pairs: ~0.9 s)
+# Points of the apart probe and of "auto"'s sampled rows: a share's standard error ≤ 0.03
+MERGE_PROBE_SAMPLE = 300  # bench_balanced.py --dims 50, bench_auto_real.py
+# Probed rows per block of the probe's distances (rows × n float64: 13 MB at 50,000 points)
+MERGE_PROBE_ROWS = 32  # bench_balanced.py --dims 50
+
 # --- the attraction and the gradient --------------------------------------------------------
 
 # P's non-zeros from which the attraction's passes run on the threads (~0.1 ms of serial work)

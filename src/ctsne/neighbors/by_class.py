@@ -35,6 +35,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..tuning import (
+    BRUTE_PAIRS,
+    BRUTE_UP_TO,
+    OWN_ROWS_SCREEN,
+    OWN_ROWS_SCREEN_KEEPS,
+    REPS_FROM_PAIRS,
+    SCAN_MAX_PAIRS,
+)
 from .brute import brute_knn, brute_within_classes
 from .representatives import lists_from_representatives, place_rows, representatives
 from .search import (
@@ -50,41 +58,36 @@ from .search import (
 __all__ = ["BRUTE_UP_TO", "FAR_SEARCHES", "SearchIndex", "brute_within",
            "other_class_neighbors", "own_class_neighbors", "own_class_rows"]
 
-# Classes up to this size find their own-class lists by brute force (Euclidean data in at
-# most TREE_DIMS features: all such classes in one pass, brute_within_classes; otherwise a
-# call each): hundreds of tiny classes would otherwise pay a search's fixed cost hundreds
-# of times.
-BRUTE_UP_TO = 2_000
+# The searches' thresholds live in ctsne.tuning, with the benchmarks that set them, and are
+# named here too (other modules and the tests read them from this one). Classes up to
+# BRUTE_UP_TO points find their own-class lists by brute force (Euclidean data in at most
+# TREE_DIMS features: all such classes in one pass, brute_within_classes; otherwise a call
+# each): hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of
+# times. In more than TREE_DIMS features, where a class is searched approximately, two
+# searches go to brute force (scikit-learn, exact) up to BRUTE_PAIRS (query, class point)
+# pairs: the rest of the class's own rows, and far queries into the class (10,000 rows
+# against a class of 40,000 in 50 features: ~8× faster than pynndescent's graph of the
+# class; far queries start that graph's walk far from their neighbours). Far queries whose
+# scan would visit more than SCAN_MAX_PAIRS (indexed point, query) pairs use the tolerant
+# k-d tree instead (exact up to that size). Far searches over more than REPS_FROM_PAIRS
+# pairs ask representatives only (ctsne.neighbors.representatives) when the own-class lists
+# are given; smaller ones are exact.
+
 # A class searched approximately still reuses the standard lists (see _reuse) when at
 # most this share of its rows lists points of other classes.
 REUSE_REST_UP_TO = 0.25
-# In more than TREE_DIMS features, where a class is searched approximately, two searches go
-# to brute force (scikit-learn, exact) up to this many (query, class point) pairs: that
-# rest of the class's own rows, and far queries into the class. 10,000 rows against a
-# class of 40,000 in 50 features (4·10⁸ pairs, k = 91, 2 threads): 0.9 s, against 7.3 s
-# for pynndescent's graph of the class; far queries into pynndescent, whose graph walk
-# starts far from their neighbours, took 3.7 s for 20,000 queries into 20,000 points
-# (100k points, 5 classes, 2026-11-28). Before, an "auto" fit of separated classes that
-# large searched every class again after the standard search.
-BRUTE_PAIRS = 2e9
 # How far queries are answered (the ``far_search`` parameter): "scan" the indexed points
 # (exact Euclidean searches; the tolerant tree beyond SCAN_MAX_PAIRS), or the "tree" that
-# near queries use, as before the scan (benchmarks/bench_balanced.py --compare-trees).
+# near queries use, to compare (benchmarks/bench_balanced.py --compare-trees).
 FAR_SEARCHES = ("scan", "tree")
-# Far queries whose scan would visit more (indexed point, query) pairs than this use the
-# tolerant k-d tree instead (exact up to that size).
-SCAN_MAX_PAIRS = 4e8
-# Far searches over more (indexed point, query) pairs than this ask representatives only
-# (ctsne.neighbors.representatives) when the own-class lists are given; smaller ones are exact.
-REPS_FROM_PAIRS = 1e8
-# The relative tolerance of that tree search (see the module docstring for its recall).
+# The relative tolerance of the tolerant k-d tree (see the module docstring for its recall).
 FAR_EPS = 0.5
 # The same for far queries answered by the block tree (ctsne.neighbors.kdtree), which
 # prunes a whole block of queries at once and so loses more recall at a given tolerance.
-# One class of 50,000 points asked by 50,000 others (10-D, k = 23, 2026-11-27): exact
-# 1.5-2.1 s; 0.1: 1.26 s, recall 0.996; 0.2: 0.99 s, recall 0.915, k-th distance at most
-# 7.7 % above the exact one (median 0 %); 0.25: recall 0.82; scipy's tree at FAR_EPS:
-# 1.36 s, recall 0.86, at most 15 % above.
+# One class of 50,000 points asked by 50,000 others (10-D, k = 23): exact 1.5-2.1 s;
+# 0.1: 1.26 s, recall 0.996; 0.2: 0.99 s, recall 0.915, k-th distance at most 7.7 % above
+# the exact one (median 0 %); 0.25: recall 0.82; scipy's tree at FAR_EPS: 1.36 s, recall
+# 0.86, at most 15 % above.
 BLOCK_FAR_EPS = 0.2
 
 
@@ -219,18 +222,13 @@ def _empty_slots(idx: np.ndarray, dist: np.ndarray, rows: np.ndarray, cols: np.n
     dist[rows[:, None], cols] = np.inf
 
 
-# own_class_rows screens rows by their first _SCREEN neighbours, one at a time, while a
-# neighbour keeps at most _SCREEN_KEEPS of them (a column gathered row by row costs a cache
-# line an entry: worth it only while it removes rows)
-_SCREEN = 8
-_SCREEN_KEEPS = 0.9
-
-
 def own_class_rows(idx: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Which rows of a neighbour table ``idx`` (n, k) list only points of their own class.
 
-    Rows are screened a neighbour at a time while that removes many of them (mixed
-    classes), and the rest read whole, with the classes in their narrowest integer type
+    Rows are screened a neighbour at a time, for the first ``OWN_ROWS_SCREEN`` neighbours
+    (ctsne.tuning), while each removes more than ``1 − OWN_ROWS_SCREEN_KEEPS`` of them
+    (mixed classes: a column gathered row by row costs a cache line an entry), and the
+    rest read whole, with the classes in their narrowest integer type
     (200,000 × 90, 5 random classes: 13 ms against 110 ms for the whole table in int64;
     diamonds' 53,940 × 91 by cut: 8-10 ms screened against 20 ms).
     """
@@ -241,9 +239,9 @@ def own_class_rows(idx: np.ndarray, codes: np.ndarray) -> np.ndarray:
         out[:] = True
         return out
     maybe = np.flatnonzero(small[idx[:, 0]] == small)
-    for a in range(1, min(idx.shape[1], _SCREEN)):
+    for a in range(1, min(idx.shape[1], OWN_ROWS_SCREEN)):
         kept = maybe[small[idx[maybe, a]] == small[maybe]]
-        done = len(kept) > _SCREEN_KEEPS * len(maybe)  # separated classes: read rows whole
+        done = len(kept) > OWN_ROWS_SCREEN_KEEPS * len(maybe)  # separated: read rows whole
         maybe = kept
         if done:
             break
@@ -314,7 +312,7 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
             # the tree the fit's size chooses, as SearchIndex does: one distance code for
             # every list of a fit (and ctsne's block tree where the fit's search is, which
             # on real data with ties answers a class faster than scipy's: UCI Adult's and
-            # plotnine's diamonds' classes of 10-14k points, 2026-11-29)
+            # plotnine's diamonds' classes of 10-14k points, bench_tree_ties.py)
             index = ExactIndex(X[rows], metric, n_jobs, search_size=n)
             i = np.empty((len(rows), kc), dtype=np.int64)
             d = np.empty((len(rows), kc))

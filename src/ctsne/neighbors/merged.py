@@ -34,6 +34,8 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
+from ..tuning import MERGE_PROBE_ROWS, MERGE_SEARCH_PAIRS
+from ..tuning import MERGE_PROBE_SAMPLE as PROBE_SAMPLE
 from . import pooled
 from .brute import squared_distance
 from .own_first import OWN_FIRST_UP_TO
@@ -42,19 +44,17 @@ from .search import TREE_DIMS, ExactIndex, drop_self, is_exact_search
 __all__ = ["MERGE_SEARCH_PAIRS", "PROBE_SAMPLE", "apart_share", "exact_merge",
            "exact_merged_lists", "merge_first", "merged_standard_lists", "use_merged"]
 
-# Most (point, indexed point) pairs of the exact search of the points whose merged list is
-# not certain (a block of another class exhausted inside their k-th distance); above, the
-# caller runs the standard search instead. 10,000 points against 40,000 in 50 features
-# took 0.9 s (scikit-learn's brute force, 2 threads).
-MERGE_SEARCH_PAIRS = 1e9
-# Points probed (a fixed seed, as own_first's probe). The probe only tells data whose
-# classes lie apart (a share near 0) from mixed data (near 1) around OWN_FIRST_UP_TO: 300
-# points put a standard error of at most 0.03 on the share, and cost each a row of distances
-# to every point (at 50,000 points in 50 features 1,000 took 0.74 s, ~7 % of the standard
-# search that "auto" runs anyway where the prior is mixed).
-PROBE_SAMPLE = 300
-# Probed points per block of the probe's distance matrix (rows × n float64 each).
-_PROBE_ROWS = 32
+# The merge's sizes live in ctsne.tuning, with the benchmarks that set them, and are named
+# here too (other modules and the tests read them from this one). The points whose merged
+# list is not certain (a block of another class exhausted inside their k-th distance) are
+# searched exactly over at most MERGE_SEARCH_PAIRS (point, indexed point) pairs; above,
+# the caller runs the standard search instead (10,000 points against 40,000 in 50
+# features: ~0.9 s, scikit-learn's brute force on 2 threads). The probe only tells data
+# whose classes lie apart (a share near 0) from mixed data (near 1) around
+# OWN_FIRST_UP_TO: PROBE_SAMPLE points (a fixed seed, as own_first's probe; 300 put a
+# standard error of at most 0.03 on the share) cost each a row of distances to every
+# point, MERGE_PROBE_ROWS rows at a time (1,000 points at 50,000 in 50 features: ~7 % of
+# the standard search that "auto" runs anyway where the prior is mixed).
 
 
 def use_merged(n: int, p: int, method: str, metric: str) -> bool:
@@ -79,8 +79,8 @@ def apart_share(X: np.ndarray, codes: np.ndarray, k: int, metric: str = "euclide
     n = len(codes)
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
     near = np.zeros(len(rows), dtype=bool)
-    for start in range(0, len(rows), _PROBE_ROWS):
-        part = rows[start:start + _PROBE_ROWS]
+    for start in range(0, len(rows), MERGE_PROBE_ROWS):
+        part = rows[start:start + MERGE_PROBE_ROWS]
         D = pairwise_distances(X[part], X, metric=metric)
         D[np.arange(len(part)), part] = np.inf  # a point is not its own neighbour
         own = codes[None, :] == codes[part][:, None]

@@ -28,44 +28,42 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .brute import brute_within_classes
-from .by_class import BRUTE_UP_TO
-from .search import (
+from ..tuning import (
     BLOCK_TREE_DIMS,
     BLOCK_TREE_MAX_N,
+    BRUTE_UP_TO,
+    OWN_FIRST_BLOCK_FROM,
+    OWN_FIRST_CLASSES_UP_TO,
+    OWN_FIRST_FROM,
+    OWN_FIRST_UP_TO,
     TREE_DIMS,
     TREE_MAX_N,
-    ExactIndex,
-    is_exact_search,
-    uses_block_tree,
 )
+from ..tuning import OWN_FIRST_PROBE_SAMPLE as PROBE_SAMPLE
+from .brute import brute_within_classes
+from .search import ExactIndex, is_exact_search, uses_block_tree
 
 __all__ = ["OWN_FIRST_BLOCK_FROM", "OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", "OWN_FIRST_UP_TO",
            "PROBE_SAMPLE", "ClassLists", "class_tree_lists", "near_other_share", "own_first_lists",
            "standard_through_classes", "use_own_first"]
 
-# Points from which the class-by-class order is used: where the standard search is
-# approximate (pynndescent, above TREE_MAX_N), it gives exact lists in less time (1M points
-# in 5 classes: 110 s against ~190 s). Below, since the exact search asks its points in
-# the tree's order (ExactIndex.order), one tree over all points costs what the class trees
-# do (200,000 points in 5 classes, k = 91: "auto" 18.8 s either way; before that order,
-# 27.3 s against 18.6 s), so the probe would only add to it.
-OWN_FIRST_FROM = TREE_MAX_N + 1
-# With BLOCK_TREE_DIMS to TREE_DIMS features the standard search is the block tree, exact
-# up to BLOCK_TREE_MAX_N points and faster there than the class trees with their counts
-# (paper-style 10-D in 5 classes, 2026-11-27: 250k 8.9 s against 13.6 s, 500k 16.2 s
-# against 24.6 s), so the order is used only above that.
-OWN_FIRST_BLOCK_FROM = BLOCK_TREE_MAX_N + 1
-# Most classes for which it is: step 2 asks every other class's tree for every point
-# (100,000 points in 30 classes: 2.7 s against the standard search's 2.0 s).
-OWN_FIRST_CLASSES_UP_TO = 10
-# Share of probed points with another class within their k-th own-class distance up to
-# which the class-by-class order runs. Those points are searched twice (their class, then
-# all points), the others once in a smaller tree; above about half the standard P is
-# likely mixed enough to be kept, and then the own-class lists are not needed at all.
-OWN_FIRST_UP_TO = 0.5
-# Points probed (a fixed seed: the order is a property of the data, not of a run).
-PROBE_SAMPLE = 1_000
+# The order's thresholds live in ctsne.tuning, with the benchmarks that set them, and are
+# named here too (other modules and the tests read them from this one). From
+# OWN_FIRST_FROM points, where the standard search is approximate (pynndescent, above
+# TREE_MAX_N), the class trees give exact lists in ~0.6× its time (10⁶ points in 5
+# classes). Below, since the exact search asks its points in the tree's order
+# (ExactIndex.order), one tree over all points costs what the class trees do, so the probe
+# would only add to it. With BLOCK_TREE_DIMS to TREE_DIMS features the standard search is
+# the block tree, exact up to BLOCK_TREE_MAX_N points and ~0.65× the class trees' time with
+# their counts there (paper-style 10-D in 5 classes, 250k-500k points), so the order starts
+# at OWN_FIRST_BLOCK_FROM. At most OWN_FIRST_CLASSES_UP_TO classes: step 2 asks every other
+# class's tree for every point (100,000 points in 30 classes: 1.35× the standard search).
+# The order runs where at most OWN_FIRST_UP_TO of the PROBE_SAMPLE probed points (a fixed
+# seed: the order is a property of the data, not of a run) have another class within their
+# k-th own-class distance: those points are searched twice (their class, then all points),
+# the others once in a smaller tree; above about half the standard P is likely mixed
+# enough to be kept, and then the own-class lists are not needed at all.
+
 # A radius is widened by this relative amount before the counts, so that rounding of the
 # squared distance cannot hide a point tied with the k-th own-class neighbour.
 _WIDEN = 1e-9

@@ -24,6 +24,9 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
+from ..tuning import POOLED_PARALLEL_FROM_ENTRIES as PARALLEL_FROM_ENTRIES
+from ..tuning import SKIP_OWN_FROM_BITS, SKIP_OWN_UP_TO, SKIP_SAMPLE
+from ..tuning import SKIP_SAMPLE_CHUNK as _SAMPLE_CHUNK
 from . import by_class
 from .brute import gram_squared_distances
 from .search import QUERY_CHUNK, is_exact_search, uses_block_tree
@@ -36,35 +39,27 @@ __all__ = ["EXTRA_UP_TO", "PARALLEL_FROM_ENTRIES", "SKIP_OWN_FROM_BITS", "SKIP_O
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
 # class's), instead of one search per bit.
 EXTRA_UP_TO = 2
-# Where the fit's exact search is the block tree, the points of a class find their nearest
-# points of all other classes in one exact search over all points that skips each query's
-# own class, instead of per bit, where its queries read at most this many points of their
-# own class: the points nearer than their k-th answer, so a class lying apart reads all of
-# itself. Every class up to this size qualifies; a larger one where SKIP_SAMPLE of its
-# points, evenly spaced in it, read at most this many on average (skipping_classes).
-# benchmarks/bench_pooled.py (10-D, k = 91, 2026-11-29), bit searches / skipping: classes
-# of 20 shifted clusters (bench_balanced.py's data), 50k points in classes of 100-5,000:
-# 3.2-1.5×; 200k in classes of 400-20,000: 2.4-1.1×; each class one blob far from the
-# others (the worst case: a query reads its whole class), classes of 1,000-10,000:
-# 2.4-0.87×, of 12,000-16,000: 0.70-0.45× (the bit lists' recall 0.68-0.88 there,
-# 0.91-0.99 elsewhere). UCI Adult's education prior (16 classes, 32,561 rows,
-# 2026-11-29): its class of 10,501 reads ~230 (of Adult's other large classes, 40-210),
-# so its pooled lists are exact (the P moved by a total variation of 0.0003), the balanced
-# P 2.7-3.0 -> 2.2-2.6 s and "auto" 3.8-4.2 -> 2.9-3.1 s (the balanced lists first).
-SKIP_OWN_UP_TO = 10_000
-# The sample (brute force, 0.04-0.08 s a class at 160,000 points in one BLAS thread; 64
-# points cost 4× as much for a mean that only has to tell ~200 from ~10,000).
-SKIP_SAMPLE = 16
-# Where the fit's exact search is the block tree, classes skip their own class only with
-# at least this many class bits (9 classes or more): with fewer, the bit searches are few
-# (revised ct-SNE pools two classes in one far search) and a class lying apart costs the
-# skipping search more (20,000 points in two classes of 10,000, k = 91: 1.73 s against
-# 0.84 s by bits). Measured from 10 classes (bench_pooled.py).
-SKIP_OWN_FROM_BITS = 4
-# Merged list entries (askers × k) from which a bit's merge runs on the thread pool: the
-# unit and threshold of the passes over (n, k) neighbour tables in ctsne.affinities, whose
-# work per entry (a few comparisons and copies) is comparable.
-PARALLEL_FROM_ENTRIES = 20_000
+# The thresholds of the search that skips the own class live in ctsne.tuning, with the
+# benchmarks that set them, and are named here too (other modules and the tests read them
+# from this one). Where the fit's exact search is the block tree, the points of a class
+# find their nearest points of all other classes in one exact search over all points that
+# skips each query's own class, instead of per bit, where its queries read at most
+# SKIP_OWN_UP_TO points of their own class: the points nearer than their k-th answer, so a
+# class lying apart reads all of itself. Every class up to this size qualifies; a larger
+# one where SKIP_SAMPLE of its points, evenly spaced in it, read at most this many on
+# average (skipping_classes; brute force, 0.04-0.08 s a class at 160,000 points in one BLAS
+# thread, SKIP_SAMPLE_CHUNK points at a time). The bit searches take 1.1-3.2× the skipping
+# search's time on classes of 100-20,000 points shifted apart, and 0.87-2.4× on classes of
+# 1,000-10,000 points each one blob far from the others (the worst case: a query reads its
+# whole class), 0.45-0.70× beyond; their lists' recall is 0.68-0.99, the skipping search's
+# lists exact. UCI Adult's largest education class (10,501 points) reads ~230 and skips
+# (bench_auto_real.py: "auto" ~0.75× the time). With fewer than SKIP_OWN_FROM_BITS class
+# bits (up to 8 classes) the bit searches are few (revised ct-SNE pools two classes in one
+# far search) and a class lying apart costs the skipping search more (two classes of
+# 10,000 points: twice the bits' time). A bit's merge (and merged.py's exact merge) runs on
+# numba's pool from PARALLEL_FROM_ENTRIES merged entries (askers × k): its work per entry,
+# a few comparisons and copies, is that of the passes over (n, k) tables in
+# ctsne.affinities.
 
 
 def class_bits(L: int) -> int:
@@ -129,11 +124,6 @@ def skips_own_class(shape: tuple[int, int], n_classes: int, method: str = "auto"
     standard search)."""
     return (metric == "euclidean" and uses_block_tree(*shape) and is_exact_search(*shape, method)
             and class_bits(n_classes) >= SKIP_OWN_FROM_BITS)
-
-
-# Points read per sampled query at a time (SKIP_SAMPLE × 4,096: the products stay in
-# cache).
-_SAMPLE_CHUNK = 4_096
 
 
 def sampled_own_reads(X: np.ndarray, codes: np.ndarray, c: int, k: int) -> float:

@@ -21,17 +21,22 @@ import numba
 import numpy as np
 
 from .._parallel import kernel
+from ..tuning import PARALLEL_FROM_CANDIDATES, REPS_TASKS_PER_THREAD
 from .brute import insert_sorted
 
 __all__ = ["REP_EVERY", "REPS_PER_POINT", "lists_from_representatives", "place_rows",
            "representatives"]
 
+# Both define the lists (the module note), and REPS_PER_POINT is read inside the
+# candidates' kernel (numba compiles its value into it): they stay here, not in ctsne.tuning.
 REP_EVERY = 4
 REPS_PER_POINT = 4
-# Candidate distances (points × REPS_PER_POINT × k) from which the candidates' pass runs on
-# the thread pool: each costs about what an entry of the passes over (n, k) neighbour
-# tables in ctsne.affinities does, whose threshold this is.
-PARALLEL_FROM_CANDIDATES = 20_000
+# The candidates' pass (ctsne.tuning holds its sizes) runs on numba's pool from
+# PARALLEL_FROM_CANDIDATES candidate distances (points × REPS_PER_POINT × k): each costs
+# about what an entry of the passes over (n, k) neighbour tables in ctsne.affinities does.
+# It runs as REPS_TASKS_PER_THREAD tasks per thread: each task marks the points it has
+# seen in an array of its own over all points, so a few tasks per thread keep that memory
+# small and the load balanced.
 
 
 def representatives(codes: np.ndarray, own_idx: np.ndarray) -> np.ndarray:
@@ -48,12 +53,6 @@ def representatives(codes: np.ndarray, own_idx: np.ndarray) -> np.ndarray:
     rep = rank % REP_EVERY == 0
     listed = rep[own_idx] & (own_idx != np.arange(n)[:, None])  # empty slots hold the point
     return rep | (listed.sum(axis=1) < REPS_PER_POINT)
-
-
-# Parallel tasks of the candidates' pass per thread: each task marks the points it has
-# seen in an array of its own over all points, so a few tasks per thread keep that memory
-# small and the load balanced.
-_TASKS_PER_THREAD = 4
 
 
 @kernel(PARALLEL_FROM_CANDIDATES)
@@ -166,7 +165,7 @@ def lists_from_representatives(X, queries, own_idx, rep, search, k, out=None):
         X64 = np.ascontiguousarray(X, dtype=np.float64)
         _from_reps(X64, queries[rest], np.ascontiguousarray(own_idx, dtype=np.int64), slot,
                    np.ascontiguousarray(a_idx, dtype=np.int64), k,
-                   max(1, min(len(rest), _TASKS_PER_THREAD * numba.get_num_threads())),
+                   max(1, min(len(rest), REPS_TASKS_PER_THREAD * numba.get_num_threads())),
                    idx, dist, rows[rest], cols[rest],
                    work=len(rest) * REPS_PER_POINT * k)
     return None

@@ -6,70 +6,46 @@ import warnings
 
 import numpy as np
 
+from ..tuning import (
+    APPROX_ABOVE,
+    BLOCK_TREE_DIMS,
+    BLOCK_TREE_FROM,
+    BLOCK_TREE_MAX_N,
+    KD_LEAF_SIZE,
+    LOW_DIM_DESCENT,
+    QUERY_CHUNK,
+    TREE_DIMS,
+    TREE_MAX_N,
+)
+
 __all__ = ["nearest_neighbors", "drop_self", "is_exact_search", "check_search_method",
            "ExactIndex", "SEARCH_METHODS", "APPROX_ABOVE", "LOW_DIM_DESCENT", "TREE_DIMS",
            "TREE_MAX_N", "QUERY_CHUNK", "BLOCK_TREE_DIMS", "BLOCK_TREE_FROM", "BLOCK_TREE_MAX_N",
            "uses_block_tree"]
 
 SEARCH_METHODS = ("auto", "exact", "approx")
-# With neighbors="auto": exact search up to APPROX_ABOVE points, and for data with at most
-# TREE_DIMS features up to TREE_MAX_N points, where a k-d tree beats pynndescent.
-# Measured with scikit-learn's trees (k = 90, 2 cores; pynndescent times include its
-# per-process compilation):
-#   50 features, 100k: exact 24.7 s, approx 15.9 s (recall 0.99996)
-#   10 features, 100k: exact 8.9 s, approx 26.9 s;  150k: 41.9 s vs 52.7 s;
-#                300k: > 130 s vs 75.8 s;  1M: ~830 s vs 270 s
-#   (recall of pynndescent at 150k and 300k: 1.0 on 2,000 queries against brute force)
-# scipy's cKDTree (ExactIndex) answers the same queries in about half the time
-# (10 features, k = 91, 2026-11-24: 100k 6.5 s vs 11.4 s; 250k 37 s vs 72 s, where
-# pynndescent takes 74 s), which moves TREE_MAX_N from 200k to 400k.
-# The trees' cost grows about as n² here (the kNN radius shrinks slower than the tree helps).
-#   In 30, 50 and 100 features (benchmarks/bench_knn.py --wide, 2026-11-28, k = 91,
-#   pynndescent's compilation outside the timings; paper-style and PCA-like data):
-#   brute force 1.0-1.4 s against pynndescent 3.6-4.7 s at 20k, 3.1-4.9 s against
-#   6.7-7.2 s at 40k, 8.7-14.0 s against 11.2-14.2 s at 70k (recall 0.995-1.0): brute
-#   force is faster to ~70k, by ≥ 1.46× at 40k in all six cases, which moves APPROX_ABOVE
-#   from 10k to 40k (and a fit below it compiles nothing of pynndescent's, ~25 s in a new
-#   environment).
-APPROX_ABOVE = 40_000
-TREE_DIMS = 15
-TREE_MAX_N = 400_000
-# Data with BLOCK_TREE_DIMS to TREE_DIMS features is searched by ctsne's own k-d tree,
-# which walks a leaf's worth of queries at a time (ctsne.neighbors.kdtree), once the search
-# holds BLOCK_TREE_FROM points (below, scipy's tree costs well under a second and a small
-# first fit compiles nothing), and exactly up to BLOCK_TREE_MAX_N points under "auto".
-# Measured against scipy's tree in the tree's order (k = 91, 2 threads, 2026-11-27):
-#   100k points: paper-style 10-D 2.0 s vs 3.8 s; uniform 10-D 4.5 vs 16.1; a 15-D mixture
-#   of 100 Gaussians 4.7 vs 15.6; a Swiss roll with 7 noise features 0.98 vs 1.07;
-#   250k paper-style 7.6 s vs 30.2 s; 20k 0.28 vs 0.54.
-#   In fewer features scipy's tree is as fast or faster (100k: uniform 2-D 0.66 vs 0.60 s,
-#   3-D 0.72 vs 0.81, Gaussian 5-D 1.6 vs 1.8; UCI Adult's 6 numeric columns, 32k
-#   points with many ties, 0.68 vs 0.45, and 0.58 vs 0.46 once the tree's splits kept
-#   ties on one side, 2026-11-29; diamonds' 5 numeric columns 0.86 vs 0.58).
-#   500k, against pynndescent at LOW_DIM_DESCENT (which the lists are otherwise left to,
-#   above TREE_MAX_N): paper-style 15.6 s vs 99.3 s, uniform 10-D 33.5 vs 87.3, the 15-D
-#   mixture 53.8 vs 68.4, the Swiss roll 6.6 vs 91.3; 1M paper-style 47.8 s.
-BLOCK_TREE_DIMS = 8
-BLOCK_TREE_FROM = 20_000
-BLOCK_TREE_MAX_N = 1_000_000
-# pynndescent's settings for data with at most TREE_DIMS features (searched approximately
-# only above TREE_MAX_N points): 4 random-projection trees and 2 rounds of NN-descent
-# instead of its defaults (~55 trees and ~19 rounds at 10⁶ points, stopping when a round
-# changes little). In few dimensions the trees' leaves already hold most neighbours and
-# NN-descent converges in a few rounds. Measured at 500,000 points, k = 91, 2 threads
-# (benchmarks/bench_knn.py --sets, 2026-11-27), time and recall against exact lists,
-# defaults → these: paper-style 10-D 122.5 → 99.3 s (0.99999 → 0.99987); uniform 10-D
-# 159.8 → 87.3 s (1.0 → 0.99899); a 15-D mixture of 100 Gaussians 96.8 → 68.4 s (0.99988
-# → 0.99859); a Swiss roll with 7 noise features 96.5 → 91.3 s (1.0 → 1.0). At 1M the
-# map's 10-NN preservation stayed 0.138 (BENCHMARKS.md).
-LOW_DIM_DESCENT = {"n_trees": 4, "n_iters": 2}
-# Queries per search call: answers are filled chunk by chunk, since a single call's
-# (n, k + 1) int64 answer and the library's temporaries would take GBs at 10⁶ points.
-QUERY_CHUNK = 20_000
-# Points per leaf of ExactIndex's k-d tree: with k ≈ 90 a query visits many leaves, and
-# larger ones cut the tree's overhead (10 features, k = 91, 2 threads: 100k points 6.6 s at
-# scipy's default 16, 5.7 s at 32, 5.1 s at 64, 5.5 s at 128; 250k 37.7 / 34.1 / 35.1 s).
-KD_LEAF_SIZE = 64
+# The search "auto" runs; the thresholds live in ctsne.tuning, with the benchmarks that set
+# them, and are named here too (other modules and the tests read them from this one).
+# Exact up to APPROX_ABOVE points in any number of features: scikit-learn's brute force (in
+# BLAS) beats pynndescent there (≥ 1.46× at 40k in 30-100 features), and a fit below it
+# compiles nothing of pynndescent's (~25 s in a new environment). In at most TREE_DIMS
+# features exact up to TREE_MAX_N points, in scipy's cKDTree (ExactIndex: about twice as
+# fast as scikit-learn's tree, half pynndescent's time at 250k), whose cost grows about as
+# n² (the kNN radius shrinks slower than the tree helps). With BLOCK_TREE_DIMS to TREE_DIMS
+# features, in searches of BLOCK_TREE_FROM points or more, ctsne's block tree
+# (ctsne.neighbors.kdtree), which walks a leaf's worth of queries at a time: 1.1-4× faster
+# than scipy's tree at 20k-250k points, and exact up to BLOCK_TREE_MAX_N, where it still
+# beats pynndescent 1.3-14×. In fewer features scipy's tree is as fast or faster (tabular
+# data full of ties included), and below BLOCK_TREE_FROM points it takes well under a second
+# and compiles nothing. Above these sizes pynndescent, in at most TREE_DIMS features with
+# LOW_DIM_DESCENT: 4 random-projection trees and 2 rounds of NN-descent instead of its
+# defaults (~55 trees and ~19 rounds at 10⁶ points); in few dimensions the trees' leaves
+# already hold most neighbours and NN-descent converges in a few rounds (1.06-1.8× faster,
+# recall 0.9986-1 against exact lists where its defaults reach 0.9999-1).
+# Queries go in chunks of QUERY_CHUNK: a single call's (n, k + 1) int64 answer and the
+# library's temporaries would take GBs at 10⁶ points. scipy's tree has KD_LEAF_SIZE-point
+# leaves (its default 16): with k ≈ 90 a query visits many leaves, and larger ones cut the
+# tree's overhead.
 
 
 class ExactIndex:
@@ -81,7 +57,7 @@ class ExactIndex:
     features to scipy's ``cKDTree`` (queried on ``n_jobs`` threads; about twice as fast as
     scikit-learn's tree on the same data); other metrics and wider data to scikit-learn's
     ``NearestNeighbors`` (a ball tree, or brute force in BLAS for many features). See the
-    measurements above.
+    note above.
 
     Parameters
     ----------
@@ -214,7 +190,7 @@ def is_exact_search(n: int, p: int, method: str = "auto") -> bool:
         Points searched and their number of features.
     method : {"auto", "exact", "approx"}
         "auto" is exact up to :data:`APPROX_ABOVE` points, and up to :data:`TREE_MAX_N`
-        for data with at most :data:`TREE_DIMS` features (measured above).
+        for data with at most :data:`TREE_DIMS` features (the note above).
 
     Returns
     -------
@@ -229,7 +205,7 @@ def is_exact_search(n: int, p: int, method: str = "auto") -> bool:
 
 def uses_block_tree(n: int, p: int) -> bool:
     """Whether an exact Euclidean search of ``n`` points in ``p`` features uses
-    :class:`ctsne.neighbors.kdtree.BlockTree` (else scipy's tree; measured above)."""
+    :class:`ctsne.neighbors.kdtree.BlockTree` (else scipy's tree; the note above)."""
     return BLOCK_TREE_DIMS <= p <= TREE_DIMS and n >= BLOCK_TREE_FROM
 
 
