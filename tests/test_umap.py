@@ -24,7 +24,6 @@ from sklearn.datasets import make_blobs
 from sklearn.manifold import trustworthiness
 from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
 
-from ctsne.estimator import umap as umap_module
 from ctsne.estimator.largevis import ConditionalLargeVis
 from ctsne.estimator.umap import ConditionalUMAP, class_weights
 from ctsne.estimator.umap_parameters import (
