@@ -536,7 +536,7 @@ def test_cli_passes_the_affinity_options(tmp_path, monkeypatch, capsys):
     assert model.prior_mixing_.cross > 0.5  # 1 / (1 + α) of each row lies across
     assert main([*base, "-f", "--within-weight", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "within_weight must be" in err[0], err
+    assert len(err) == 1 and "--within-weight must be" in err[0], err
 
 
 def test_tsne_counterpart_of_a_balanced_fit_is_t_sne(rng):

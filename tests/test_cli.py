@@ -83,8 +83,10 @@ def test_embed_csv(work):
         model = pickle.load(fh)
     np.testing.assert_allclose(model.embedding_, Y)
     assert model.n_iter_ == 90 and model.callbacks is None
-    # x1..x10, f56, and grp one-hot encoded; the prior and the id are not features
-    assert model.n_features_in_ == 10 + 1 + 2
+    # x1..x10 and f56 (numeric); grp is text, a label (issue 51); the prior and the id
+    # are not features
+    assert model.n_features_in_ == 10 + 1
+    assert list(model.feature_names_in_) == [f"x{k}" for k in range(1, 11)] + ["f56"]
 
 
 def test_embed_hides_the_prior(work):
@@ -168,7 +170,7 @@ def test_bad_inputs(work, tmp_path, case):
         phrase = "e.csv exists; pass --force"
     else:
         args += ["--beta", "7"]
-        phrase = "beta=7.0 is out of range"
+        phrase = "--beta 7.0 is out of range"  # the option, not the parameter (issue 51)
     res = ctsne(*args, cwd=tmp_path)
     assert_usage_error(res, phrase)
     if case == "existing output":
@@ -182,8 +184,8 @@ def test_bad_inputs(work, tmp_path, case):
     (["embed", "data.csv", "-o", "e.csv", "--beta", "0.1", "--alpha", "2"], "not allowed with"),
     (["embed", "data.csv", "-o", "e.xlsx"], "cannot write this type; use .csv"),
     (["embed", "data.csv", "-o", "e.csv", "--plot", "e.gif"], "use .png, .svg, .pdf"),
-    (["embed", "data.csv", "--id", "name", "-o", "e.csv", "--categorical", "error"],
-     "'grp' is not numeric"),
+    (["embed", "data.csv", "--id", "name", "-o", "e.csv", "--features", "x*", "grp",
+      "--categorical", "error"], "'grp' is not numeric"),
     (["embed", "data.csv", "-o", "data.csv", "--force"], "must all be different"),
     (["score", "emb.csv", "--labels", "f14", "--k", "ten"], "--k 'ten'"),
     (["score", "emb.csv", "--labels", "f14", "--k", "500"], "too large"),
@@ -236,10 +238,10 @@ def test_resume_continues_the_saved_model(work, tmp_path, monkeypatch, capsys):
     assert model.n_iter_ == 90 + 20
     np.testing.assert_allclose(np.load(tmp_path / "e.npz")["embedding"], model.embedding_)
     monkeypatch.chdir(tmp_path)
-    assert main(["embed", str(d / "data.csv"), "--id", "name", "--exclude", "grp", "--prior",
+    assert main(["embed", str(d / "data.csv"), "--id", "name", "--exclude", "x1", "--prior",
                  "f14", "--resume", str(d / "model.pkl"), "-o", "e2.csv", "-q"]) == 2
     err = capsys.readouterr().err
-    assert "the model was fitted on 150 × 13 features, the input gives 150 × 11" in err
+    assert "the model was fitted on 150 × 11 features, the input gives 150 × 10" in err
     assert not (tmp_path / "e2.csv").exists()
 
 
@@ -279,9 +281,9 @@ def test_rank(work, tmp_path):
     header, rows = read_csv(tmp_path / "rank.csv")
     assert header == ["selection", "rank", "feature", "weight", "mean_difference", "auc",
                       "n_selected"]
-    # every feature ranked once; the prior and the id are labels, not features
-    assert sorted(r[2] for r in rows) == sorted(
-        [f"x{k}" for k in range(1, 11)] + ["grp=left", "grp=right"])
+    # every feature ranked once; the embedding's columns (prior f14, marker f56), the text
+    # column grp and the id are labels, not features
+    assert sorted(r[2] for r in rows) == sorted(f"x{k}" for k in range(1, 11))
     assert b"<svg" in (tmp_path / "sel.svg").read_bytes()
 
 
@@ -342,7 +344,7 @@ def test_two_priors_as_factors(work, tmp_path, monkeypatch):
     with open("m.pkl", "rb") as fh:
         model = pickle.load(fh)
     np.testing.assert_allclose(model.alpha_, [2.0, 2.0])
-    assert model.n_features_in_ == 10 + 2  # both priors left out of the features
+    assert model.n_features_in_ == 10  # both priors (and the text grp) are no features
     header, _ = read_csv("e.csv")
     assert header == ["id", "ctsne1", "ctsne2", "f14", "f56", "grp"]
     assert b"<svg" in Path("e.svg").read_bytes()

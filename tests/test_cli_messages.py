@@ -46,7 +46,8 @@ def test_resume_from_a_table(data, capsys):
 
 def test_three_dims_with_fft_names_barnes_hut(data, capsys):
     err = _error(capsys, "embed", data, "-o", "emb.csv", "--dims", "3", "--method", "fft")
-    assert "use method='bh' or 'exact'" in err
+    # named as the options that set them (issue 51, item 7), not as Python parameters
+    assert "use --method bh or exact" in err and "method=" not in err
 
 
 def _fail(*args, **kwargs):
@@ -56,9 +57,9 @@ def _fail(*args, **kwargs):
 @pytest.mark.parametrize("args, phrase", [
     (["--perplexity", "-1"], "--perplexity must be a positive number, got -1.0"),
     (["--dims", "0"], "--dims must be an integer ≥ 1, got 0"),
-    (["--dims", "4", "--method", "bh"], "method='bh' supports up to 3 output dimensions"),
+    (["--dims", "4", "--method", "bh"], "--method bh supports up to 3 output dimensions"),
     (["--n-iter", "-2"], "--n-iter must be an integer ≥ 0, got -2"),
-    (["--affinities", "balanced", "--within-weight", "1"], "within_weight=1 gives the other"),
+    (["--affinities", "balanced", "--within-weight", "1"], "--within-weight 1 gives the other"),
     (["--algorithm", "umap", "--min-dist", "-1"], "--min-dist must be a finite number ≥ 0"),
     (["--algorithm", "largevis", "--perplexity", "0"], "--perplexity must be a positive"),
 ])
@@ -84,9 +85,9 @@ def test_option_errors_load_no_numba(data):
 
 @pytest.mark.parametrize("args, estimator, phrase", [
     (["--perplexity", "60"], "ctsne.estimator.tsne:ConditionalTSNE",
-     "perplexity=60.0 is too large for 60 points"),
+     "--perplexity 60.0 is too large for 60 points"),
     (["--algorithm", "umap", "--n-neighbors", "60"], "ctsne.estimator.umap:ConditionalUMAP",
-     "n_neighbors=60 is too large for 60 points"),
+     "--n-neighbors 60 is too large for 60 points"),
 ])
 def test_perplexity_against_the_rows_before_the_fit(data, capsys, monkeypatch, args,
                                                     estimator, phrase):
@@ -129,3 +130,75 @@ def test_every_option_has_help():
     assert bare == []
     for name in commands:
         assert main([name, "--help"]) == 0  # every help text formats
+
+
+# ----------------------------------------------------------------- issue 51, item 7
+@pytest.mark.parametrize("name", ["ConditionalUMAP", "ConditionalLargeVis"])
+def test_one_class_prior_warning_names_no_other_method(name):
+    """UMAP and LargeVis users read "ct-SNE equals plain t-SNE" (src/ctsne/prior.py)."""
+    import warnings
+
+    import ctsne
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        getattr(ctsne, name)(n_epochs=5, random_state=0, n_jobs=1).fit(X, ["a"] * 40)
+    said = [str(w.message) for w in seen if "carries no information" in str(w.message)]
+    assert said and not any("t-SNE" in m for m in said), said
+
+
+@pytest.mark.parametrize("algorithm, method", [("umap", "UMAP"), ("largevis", "LargeVis"),
+                                               ("tsne", "t-SNE")])
+def test_an_empty_table_names_the_method(tmp_path, capsys, algorithm, method):
+    (tmp_path / "e.csv").write_text("a,b\n")
+    err = _error(capsys, "embed", str(tmp_path / "e.csv"), "-o", str(tmp_path / "o.csv"),
+                 "--algorithm", algorithm)
+    assert f"0 usable rows: {method} needs at least 3 points" in err
+    assert ("t-SNE" in err) == (algorithm == "tsne")
+
+
+@pytest.mark.parametrize("args, says, never", [
+    (["--affinities", "balanced", "--within-weight", "2"],
+     ["--within-weight must be a number", "leave out --within-weight for the default"],
+     ["None", "within_weight"]),
+    (["--algorithm", "umap", "--n-epochs", "0"], ["--n-epochs must be an integer ≥ 1"],
+     ["None", "n_epochs"]),
+    (["--seed", "-1"], ["--seed must be an integer"], ["None", "random_state", "Generator"]),
+    (["--perplexity", "-1"], ["error: --perplexity must be a positive"], ["---"]),
+])
+def test_messages_name_the_options(data, capsys, args, says, never):
+    """The library's messages named Python parameters and None ("must be None or …",
+    "leave it None") to users who set options."""
+    err = _error(capsys, "embed", data, "-o", "emb.csv", *args)
+    assert all(s in err for s in says), err
+    assert not any(w in err for w in never), err
+
+
+def test_cli_wording_leaves_python_alone():
+    from ctsne.interfaces.cli.shared import cli_wording
+
+    assert cli_wording("e.g. Balanced(within_weight=0.7), got 'x'") == \
+        "e.g. Balanced(within_weight=0.7), got 'x'"
+    assert cli_wording("beta < 1 removes the prior") == "beta < 1 removes the prior"
+    assert cli_wording("use affinities='balanced' or 'revised'") == \
+        "use --affinities balanced or revised"
+
+
+def test_within_weight_help_names_no_missing_option():
+    """It pointed to a --verbose that embed does not have."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    embed = sub.choices["embed"]
+    flags = {s for a in embed._actions for s in a.option_strings}
+    text = embed.format_help()
+    assert "--verbose" not in text and "--verbose" not in flags
+
+
+def test_a_misspelt_column_gets_a_suggestion(tmp_path, capsys):
+    """``--prior bacth`` listed 20 columns and not the one meant."""
+    cols = ",".join([f"c{k}" for k in range(20)] + ["batch"])
+    (tmp_path / "d.csv").write_text(cols + "\n" + ",".join(["1"] * 21) + "\n")
+    err = _error(capsys, "embed", str(tmp_path / "d.csv"), "--prior", "bacth", "-o",
+                 str(tmp_path / "e.csv"))
+    assert "no column 'bacth'; did you mean 'batch'?" in err

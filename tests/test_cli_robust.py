@@ -57,8 +57,9 @@ def test_resume_checks_input_and_applies_the_prior(work, tmp_path, monkeypatch, 
     assert main([*base[:-1], "-o", "c.csv"]) == 0
     assert "resuming with the model's prior f14" in capsys.readouterr().err
     # another prior and β' are applied (P stays), and said so
-    # (grp stays a feature as it was, f14 is no longer the prior nor a feature)
-    assert main([*base[:-1], "--prior", "grp", "--include-prior", "--beta", "0.1",
+    # (grp, a text column, stays a label as it was; f14 is no longer the prior nor a
+    # feature)
+    assert main([*base[:-1], "--prior", "grp", "--beta", "0.1",
                  "--exclude", "f14", "-o", "e.csv", "--save-model", "m.pkl"]) == 0
     err = capsys.readouterr().err
     with open("m.pkl", "rb") as fh:

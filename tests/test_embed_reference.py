@@ -55,7 +55,8 @@ def test_places_new_rows_like_the_python_api(saved):
 
 @pytest.mark.parametrize("extra, phrase", [
     (["--exclude", "cluster", "x0"], "lacks the model's feature"),
-    (["--exclude", "batch"], "not fitted on"),
+    # (the model's own columns are taken by default: batch, a text label, is none)
+    (["--features", "x*", "cluster"], "not fitted on"),
     (["--exclude", "cluster", "--standardize"], "--standardize cannot be used"),
 ])
 def test_reference_errors(saved, capsys, extra, phrase):
@@ -118,11 +119,16 @@ def test_reference_plot_keeps_the_maps_colours(saved, monkeypatch):
     assert main(["embed", str(only_b), "--id", "name", "--prior", "batch", "--exclude",
                  "cluster", "--reference", str(d / "m.pkl"), "--plot", str(d / "b.png"),
                  "-o", str(d / "b.csv"), "-q"]) == 0
-    colours = np.unique(drawn[0].collections[0].get_facecolors(), axis=0)
+    # collections[0]: the map the points were placed into, faded (issue 51, item 8);
+    # collections[1]: the new points
+    colours = np.unique(drawn[0].collections[1].get_facecolors(), axis=0)
     # the map's plot colours its labels a, b in this order (sorted), b second
     np.testing.assert_allclose(colours, [figures.label_colors(["a", "b"])["b"]])
-    legend = [t.get_text() for t in drawn[0].get_legend().get_texts()]
-    assert legend == ["b"]
+    from matplotlib.legend import Legend
+
+    legends = [[t.get_text() for t in leg.get_texts()]
+               for leg in drawn[0].get_children() if isinstance(leg, Legend)]
+    assert legends == [["b"], ["map (faded)"]]
 
 
 def test_unseen_prior_labels_name_the_column(saved, capsys):

@@ -611,10 +611,10 @@ def test_cluster_after_a_legend_click_selects_nothing(driver, tmp_path):
 
 
 def test_label_columns_of_a_table_are_labels_on_the_page(driver, tmp_path, monkeypatch):
-    """Issue 22, item 2: ``ctsne explore`` on a table with a whole-number ``digit`` and a
-    text ``thickness`` column: neither is a feature (ranked, mapped), both are offered as
-    priors, and the page lists features and labels. Screenshot:
-    /tmp/ctsne-explore-columns.png."""
+    """Issue 22, item 2 (with issue 51's rule): ``ctsne explore --labels digit`` on a
+    table with a whole-number ``digit`` and a text ``thickness`` column: neither is a
+    feature (ranked, mapped), both are offered as priors, and the page lists features and
+    labels. Screenshot: /tmp/ctsne-explore-columns.png."""
     from ctsne.interfaces.cli.main import build_parser
     from ctsne.interfaces.explorer.command import start
 
@@ -628,7 +628,8 @@ def test_label_columns_of_a_table_are_labels_on_the_page(driver, tmp_path, monke
     emb.write_text("id,ctsne1,ctsne2\n" + "".join(f"{i},{X[i, 0]},{X[i, 1]}\n"
                                               for i in range(len(X))))
     args = build_parser().parse_args(["explore", str(data), "--embedding", str(emb),
-                                      "--no-browser", "--out", str(tmp_path / "out")])
+                                      "--labels", "digit", "--no-browser", "--out",
+                                      str(tmp_path / "out")])
     handle = start(args)
     try:
         _open(d, handle.url)
@@ -749,3 +750,4 @@ def test_page_served_while_the_first_map_runs_then_umap_step_and_csv_export(driv
     finally:
         gate.set()
         handle.stop()
+

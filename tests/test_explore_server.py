@@ -248,35 +248,28 @@ def _serve_cli(monkeypatch, argv):
     return code, ex.session, _Page(Document(), ex)
 
 
-def test_label_like_columns():
-    from ctsne.interfaces.explorer.command import LABEL_MAX_LEVELS, label_like
-
-    assert label_like(np.array(["a", None, "b"], dtype=object))
-    # numbers read as text because of a typo: not a label (the feature checks report it)
-    assert not label_like(np.array(["1.5", "2", "3O", "4"], dtype=object))
-    assert label_like(np.arange(100) % 10)  # a digit
-    assert label_like(np.r_[np.zeros(50), np.ones(50), np.nan])  # a 0/1 group, one missing
-    assert not label_like(np.arange(100) % (LABEL_MAX_LEVELS + 1))  # too many values
-    assert not label_like(np.r_[np.zeros(998), 1, 2])  # a sparse count: a feature
-    assert not label_like(np.linspace(0, 1, 100))  # continuous
-    assert not label_like(np.r_[np.zeros(50), np.full(50, 0.5)])  # not whole numbers
-    assert not label_like(np.zeros(10))  # constant
-
-
 def test_cli_keeps_label_columns_out_of_the_features(tmp_path, monkeypatch, capsys):
-    """Issue 22, item 2: by default a whole-number column with few values and a text
-    column are labels (offered as priors), not features; --columns overrides."""
+    """Issue 22, item 2, as issue 51 item 5 settled it: a text column is a label (offered
+    as a prior), a whole-number column stays a feature unless ``--labels`` makes it a
+    label (the old rule also took 0/1 pixels and counts for labels); ``--features``
+    names the features; stderr says which are which."""
     data = tmp_path / "d.csv"
     _labelled_csv(data)
     emb = tmp_path / "e.csv"
     emb.write_text("id,ctsne1,ctsne2\n" + "".join(f"{i},{i},{-i}\n" for i in range(120)))
     common = [str(data), "--embedding", str(emb), "--out", str(tmp_path / "out")]
-    code, s, page = _serve_cli(monkeypatch, common)
+    code, s, _ = _serve_cli(monkeypatch, common)
+    assert code == 0
+    assert s.feature_names == ["a", "b", "sparse", "digit"] and list(s.labels) == ["thickness"]
+    err = capsys.readouterr().err
+    assert "columns: 4 features (numeric: a, b, sparse, digit)" in err
+    assert "thickness (text)" in err and "--labels COL" in err
+
+    code, s, page = _serve_cli(monkeypatch, [*common, "--labels", "digit"])
     assert code == 0
     assert s.feature_names == ["a", "b", "sparse"]
     assert list(s.labels) == ["digit", "thickness"]
-    err = capsys.readouterr().err
-    assert "label columns, not features: digit, thickness" in err and "--columns" in err
+    assert "digit (--labels)" in capsys.readouterr().err
     # the page says which columns are which, and any column can be a prior
     text = page.columns_info.text
     assert "3 features" in text and "sparse" in text and "digit" in text and "labels" in text
@@ -294,17 +287,17 @@ def test_cli_keeps_label_columns_out_of_the_features(tmp_path, monkeypatch, caps
     # a feature chosen as a prior is made a label (binned when continuous)
     assert page.ex.resolve_prior(["a", "digit"]) == ["a", "digit"] and "a" in s.labels
 
-    code, s2, _ = _serve_cli(monkeypatch, [*common, "--columns", "a", "b", "digit"])
+    code, s2, _ = _serve_cli(monkeypatch, [*common, "--features", "a", "b", "digit"])
     assert code == 0 and s2.feature_names == ["a", "b", "digit"]
-    assert "label columns, not features" not in capsys.readouterr().err
+    assert "named by --features" in capsys.readouterr().err
 
 
 def test_cli_refuses_input_with_only_label_columns(tmp_path, capsys):
     data = tmp_path / "d.csv"
-    data.write_text("g,h\n" + "".join(f"{i % 2},{'xy'[i % 2]}\n" for i in range(20)))
+    data.write_text("g,h\n" + "".join(f"{'pq'[i % 2]},{'xy'[i % 2]}\n" for i in range(20)))
     assert main(["explore", str(data), "--no-browser"]) == 2
     err = capsys.readouterr().err
-    assert "every column looks like a label" in err and "--columns" in err
+    assert "no numeric feature column: g, h hold text" in err and "--features" in err
 
 
 # ----------------------------------------------------------------- stale state (item 6)

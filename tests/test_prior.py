@@ -88,7 +88,7 @@ def test_confirmatory_mode_beta_above_one():
 
 @pytest.mark.parametrize("labels", [np.zeros(10, int), np.arange(10)])
 def test_uninformative_prior_warns_and_is_tsne(labels):
-    with pytest.warns(UserWarning, match="equals plain t-SNE"):
+    with pytest.warns(UserWarning, match="carries no information"):
         p = make_prior(labels, 10)
     assert p.is_trivial
     assert all(t.codes is None for t in p.terms())

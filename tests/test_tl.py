@@ -161,3 +161,36 @@ def test_plot_wrapper(fitted, monkeypatch):
     monkeypatch.setitem(sys.modules, "scanpy", None)
     with pytest.raises(ImportError, match="pip install scanpy"):
         ctsne.pl.ctsne(fitted, color="phase")
+
+
+@pytest.mark.parametrize("module", ["ctsne.tl", "ctsne.pl"])
+def test_docstring_examples_run(module):
+    """Issue 51, item 7: every example in the docstrings of tl and pl runs as written
+    (tl.cumap's said ``ctsne.pl.ctsne(adata, basis=key_added)``, which raised)."""
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(module)
+    tests = [t for t in doctest.DocTestFinder().find(mod) if t.examples]
+    assert tests, f"{module} has no examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in tests:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_plot_takes_scanpys_basis(fitted):
+    """``basis=`` as scanpy spells it ("plain" or "X_plain"), and a clear error for a key
+    that is not there or for both names given."""
+    for basis in ("plain", "X_plain"):
+        ax = ctsne.pl.ctsne(fitted, basis=basis, color="phase", show=False)
+        assert ax.get_xlabel().lower().startswith("plain")
+    with pytest.raises(KeyError, match="no 'X_cumap'.*holds: .*X_ctsne"):
+        ctsne.pl.ctsne(fitted, basis="cumap", show=False)
+    with pytest.raises(TypeError, match="not both"):
+        ctsne.pl.ctsne(fitted, key_added="X_plain", basis="plain")
+
+
+def test_record_has_the_method(fitted):
+    assert fitted.uns["X_ctsne"]["method"] == "ConditionalTSNE"
+    assert "callbacks" not in fitted.uns["X_ctsne"]["params"]

@@ -17,11 +17,11 @@ head -n 4 adult.csv
 #    features, the prior ones too (--include-prior, as in the paper); they are scaled
 #    (--standardize); the text column income becomes a 0/1 feature.
 ctsne embed adult.csv --prior ethnicity --prior gender --include-prior --standardize \
-    -o adult_ctsne.csv --keep income --seed 0 -q -f \
+    -o adult_ctsne.csv --features "*" --keep income --seed 0 -q -f \
     --plot adult_compare.png --compare --color gender --marker ethnicity
 
 # 3. The t-SNE itself, to score it beside the ct-SNE.
-ctsne embed adult.csv --standardize -o adult_tsne.csv --keep ethnicity gender income \
+ctsne embed adult.csv --standardize --features "*" -o adult_tsne.csv --keep ethnicity gender income \
     --seed 0 -q -f
 
 # 4. How visible is each label? Normalised Laplacian score (paper Eq. 7) for k = 10..50:

@@ -448,7 +448,8 @@ def make_prior(
             what = "one class" if rho >= 1.0 else "every point in a class of its own"
             warnings.warn(
                 f"the prior{'' if len(encoded) == 1 else f' {names[k]}'} puts {what}: it "
-                "carries no information and ct-SNE equals plain t-SNE for it",
+                "carries no information, so factoring it out leaves the map as it is "
+                "without a prior",
                 UserWarning,
                 stacklevel=3,
             )

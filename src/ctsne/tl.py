@@ -24,7 +24,7 @@ import numpy as np
 
 from .prior import DEFAULT_BETA
 
-__all__ = ["ctsne", "cumap", "DENSE_LIMIT_BYTES"]
+__all__ = ["ctsne", "cumap", "fit_record", "DENSE_LIMIT_BYTES"]
 
 DENSE_LIMIT_BYTES = 2 << 30
 # scanpy's settings.N_PCS: up to this many variables .X is used directly
@@ -126,6 +126,55 @@ def _jsonable(value):
     return repr(value)
 
 
+def fit_record(model, seconds: float | None = None, **params) -> dict:
+    """What ``adata.uns[key_added]`` holds about the map ``model`` made (JSON-able).
+
+    Written by :func:`ctsne` and :func:`cumap` here and by ``ctsne embed -o out.h5ad``,
+    so that every ``.h5ad`` describes its map the same way.
+
+    Parameters
+    ----------
+    model : ConditionalTSNE, ConditionalUMAP or ConditionalLargeVis
+        Fitted.
+    seconds : float, optional
+        The whole call's time (``timings["total"]``).
+    **params
+        What the caller chose besides the estimator's parameters (the prior's columns,
+        the representation embedded, …), added to ``params``.
+
+    Returns
+    -------
+    dict
+        ``method`` (the estimator's class), ``params``, ``alpha``, ``beta``,
+        ``affinities``, ``timings``, ``prior_mixing`` when there is a prior; for t-SNE
+        also ``kl_divergence``, ``n_iter``, ``perplexity`` (the one used) and
+        ``interrupted``, for UMAP and LargeVis ``n_epochs``, ``a`` and ``b``.
+    """
+    est = dict(model.get_params())
+    est.pop("callbacks", None)  # functions: not JSON, and not what made the map
+    est.update(params)
+    record = {"method": type(model).__name__, "params": est,
+              "alpha": model.alpha_, "beta": model.beta_}
+    if hasattr(model, "n_epochs_"):  # UMAP, LargeVis
+        record.update(n_epochs=model.n_epochs_, a=model.a_, b=model.b_)
+    else:
+        # kl_divergence_ is unset after 0 iterations
+        record.update(kl_divergence=getattr(model, "kl_divergence_", None),
+                      n_iter=model.n_iter_, perplexity=model.perplexity_,
+                      interrupted=getattr(model, "interrupted_", False))
+    timings = dict(getattr(model, "timings_", {}) or {})
+    if seconds is not None:
+        timings["total"] = seconds
+    record["timings"] = timings
+    mixing = getattr(model, "prior_mixing_", None)
+    if mixing is not None and hasattr(mixing, "to_dict"):
+        record["prior_mixing"] = mixing.to_dict()
+    affinities = getattr(model, "affinities_", None)
+    if affinities is not None:
+        record["affinities"] = affinities  # "standard", "balanced" or "revised"
+    return _jsonable(record)
+
+
 def ctsne(
     adata,
     prior: str | list[str] | None = None,
@@ -178,7 +227,20 @@ def ctsne(
     ``adata.uns[key_added]`` is JSON-serialisable: ``params`` (every estimator parameter,
     plus prior, use_rep, layer, neighbors_key, the representation used), ``kl_divergence``,
     ``alpha``, ``beta``, ``n_iter``, ``perplexity`` (the one used), ``timings``, and
-    ``prior_mixing`` / ``affinities`` summaries when the estimator provides them.
+    ``prior_mixing`` / ``affinities`` summaries when the estimator provides them
+    (:func:`fit_record`).
+
+    Examples
+    --------
+    >>> import scanpy as sc
+    >>> import ctsne
+    >>> adata = sc.datasets.pbmc68k_reduced()  # 700 cells, shipped with scanpy
+    >>> ctsne.tl.ctsne(adata, prior="phase", random_state=0)
+    >>> adata.obsm["X_ctsne"].shape
+    (700, 2)
+    >>> adata.uns["X_ctsne"]["params"]["prior"]
+    'phase'
+    >>> ax = ctsne.pl.ctsne(adata, color="bulk_labels", show=False)
     """
     from .estimator.tsne import ConditionalTSNE
 
@@ -201,30 +263,12 @@ def ctsne(
     seconds = time.perf_counter() - t0
 
     adata.obsm[key_added] = Y
-    params = dict(model.get_params())
-    params.pop("callbacks", None)
-    params["perplexity"] = asked  # as asked; record["perplexity"] is the one used
-    params.update(prior=prior, use_rep=use_rep, layer=layer, neighbors_key=neighbors_key,
-                  representation=source)
-    record = {
-        "params": params,
-        "kl_divergence": getattr(model, "kl_divergence_", None),  # unset after 0 iterations
-        "alpha": model.alpha_,
-        "beta": model.beta_,
-        "n_iter": model.n_iter_,
-        "perplexity": model.perplexity_,
-        "timings": {**model.timings_, "total": seconds},
-        "interrupted": model.interrupted_,
-    }
+    # the perplexity as asked; record["perplexity"] is the one used
+    record = fit_record(model, seconds, perplexity=asked, prior=prior, use_rep=use_rep,
+                        layer=layer, neighbors_key=neighbors_key, representation=source)
     if graph is not None:
-        record["neighbor_graph"] = graph
-    mixing = getattr(model, "prior_mixing_", None)
-    if mixing is not None and hasattr(mixing, "to_dict"):
-        record["prior_mixing"] = mixing.to_dict()
-    affinities = getattr(model, "affinities_", None)
-    if affinities is not None:
-        record["affinities"] = affinities  # "standard", "balanced" or "revised"
-    adata.uns[key_added] = _jsonable(record)
+        record["neighbor_graph"] = _jsonable(graph)
+    adata.uns[key_added] = record
     return adata if copy else None
 
 
@@ -256,7 +300,7 @@ def cumap(
     key_added : str, default "X_cumap"
         Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
         ``sc.pl.embedding(adata, basis=key_added)`` or ``ctsne.pl.ctsne(adata,
-        basis=key_added)``).
+        key_added=key_added)``).
     **estimator_kwargs
         Passed to :class:`ctsne.ConditionalUMAP` (n_neighbors, min_dist, random_state, …).
 
@@ -270,7 +314,19 @@ def cumap(
     ``adata.uns[key_added]`` is JSON-serialisable: ``params`` (every estimator parameter,
     plus prior, use_rep, layer, the representation used), ``alpha``, ``beta``,
     ``n_epochs``, ``a``, ``b``, ``affinities`` (the graph laid out: "standard" is UMAP's
-    fuzzy graph), ``timings`` and ``prior_mixing`` when there is a prior.
+    fuzzy graph), ``timings`` and ``prior_mixing`` when there is a prior
+    (:func:`fit_record`).
+
+    Examples
+    --------
+    >>> import scanpy as sc
+    >>> import ctsne
+    >>> adata = sc.datasets.pbmc68k_reduced()
+    >>> ctsne.tl.cumap(adata, prior="phase", random_state=0)
+    >>> adata.uns["X_cumap"]["method"]
+    'ConditionalUMAP'
+    >>> ax = ctsne.pl.ctsne(adata, key_added="X_cumap", color="bulk_labels", show=False)
+    >>> ax = ctsne.pl.ctsne(adata, basis="cumap", color="phase", show=False)  # scanpy's name
     """
     from .estimator.umap import ConditionalUMAP
 
@@ -282,13 +338,6 @@ def cumap(
     seconds = time.perf_counter() - t0
 
     adata.obsm[key_added] = Y
-    params = dict(model.get_params())
-    params.update(prior=prior, use_rep=use_rep, layer=layer, representation=source)
-    record = {"params": params, "alpha": model.alpha_, "beta": model.beta_,
-              "n_epochs": model.n_epochs_, "a": model.a_, "b": model.b_,
-              "affinities": model.affinities_,
-              "timings": {**model.timings_, "total": seconds}}
-    if model.prior_mixing_ is not None:
-        record["prior_mixing"] = model.prior_mixing_.to_dict()
-    adata.uns[key_added] = _jsonable(record)
+    adata.uns[key_added] = fit_record(model, seconds, prior=prior, use_rep=use_rep,
+                                      layer=layer, representation=source)
     return adata if copy else None

@@ -254,8 +254,10 @@ def _draw_density(ax, Y, rgba, bins: int = 500) -> None:
               interpolation="nearest", extent=(lo[0], lo[0] + span[0], lo[1], lo[1] + span[1]))
 
 
-def _legends(ax, cspec: _ColorSpec, marker_name, mlevels, highlights, bar_axes) -> None:
-    """Colour legend, marker legend (grey) and highlight legend, right of ``ax``."""
+def _legends(ax, cspec: _ColorSpec, marker_name, mlevels, highlights, bar_axes,
+             background: str | None = None) -> None:
+    """Colour legend, marker legend (grey), highlight legend and the background's entry,
+    right of ``ax``."""
     from matplotlib.lines import Line2D
 
     groups = []
@@ -268,6 +270,9 @@ def _legends(ax, cspec: _ColorSpec, marker_name, mlevels, highlights, bar_axes) 
     if highlights:
         groups.append((None, [Line2D([], [], ls="", marker="o", color=c, label=name)
                               for name, c in zip(highlights, HIGHLIGHT_COLORS, strict=False)]))
+    if background is not None:
+        groups.append((None, [Line2D([], [], ls="", marker="o", color="0.7", alpha=0.5,
+                                     label=f"{background} (faded)")]))
     y = 1.0
     for k, (title, handles) in enumerate(groups):
         leg = ax.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.01, y),
@@ -292,7 +297,8 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
                    title: str | None = None, color_name: str | None = "colour",
                    marker_name: str | None = "marker", legend: bool = True,
                    point_size: float | None = None, density: bool | str = "auto",
-                   random_state: int = 0, color_reference=None, marker_reference=None):
+                   random_state: int = 0, color_reference=None, marker_reference=None,
+                   background=None, background_name: str = "map"):
     """Scatter plot of a 2-D embedding, coloured by one label and marked by another.
 
     Parameters
@@ -315,6 +321,12 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
         The ``color`` and ``marker`` labels of another figure whose colours and shapes
         to keep (e.g. the map that new points were placed into): a label gets the colour
         and shape it has there.
+    background : ndarray (m, 2), optional
+        Points drawn first, faded, for context: the map that the points ``Y`` were placed
+        into. They take the colours of ``color_reference`` when it has one label per
+        background point, else grey; the view spans them and ``Y``.
+    background_name : str
+        The background's entry in the legend.
 
     Returns
     -------
@@ -327,13 +339,31 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
     mlevels = (marker_levels(marker, reference=marker_reference) if marker is not None
                else [])
     highlights = _highlights(highlight, len(Y))
+    if background is not None:
+        _draw_background(ax, check_embedding(background), cspec, color_reference,
+                         point_size, random_state)
     _draw(ax, Y, color, cspec, marker, mlevels, highlights, point_size, density, random_state)
     if title:
         ax.set_title(title)
     if legend:
         _legends(ax, cspec, marker_name if marker is not None else None, mlevels, highlights,
-                 [ax])
+                 [ax], background_name if background is not None else None)
     return ax
+
+
+def _draw_background(ax, B, cspec: _ColorSpec, labels, point_size, random_state) -> None:
+    """The context points of :func:`plot_embedding` (``background``): faded, small, drawn
+    below the points, in their labels' colours when each has one."""
+    labelled = labels is not None and len(labels) == len(B) and cspec.name is not None
+    rgba = cspec.rgba(labels if labelled else None, len(B))
+    if not labelled:
+        rgba[:, :3] = 0.7
+    rgba[:, 3] = 0.25
+    size = point_size if point_size is not None else float(
+        np.clip(8.0 * (1000.0 / max(len(B), 1)) ** 0.6, 0.2, 8.0))
+    order = np.random.default_rng(random_state).permutation(len(B))
+    ax.scatter(B[order, 0], B[order, 1], c=rgba[order], s=size, linewidths=0,
+               rasterized=len(B) > RASTERIZE_ABOVE, zorder=0)
 
 
 def plot_embeddings(embeddings: Mapping[str, np.ndarray] | Sequence[np.ndarray], color=None,

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 from pathlib import Path
 
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
 from . import defaults
 from .interrupt import CtrlC
-from .shared import fmt, note, report_features
+from .shared import FLAGS, fmt, note, report_features
 
 __all__ = ["embed"]
 
@@ -29,8 +30,18 @@ def embed(args: argparse.Namespace) -> int:
         return place(args)
     if args.with_reference:
         raise DataError("--with-reference needs --reference MODEL")
+    resumed = None
+    if args.resume:  # a resumed model keeps its options (checked against it)
+        from ..files.models import load_model, method_of, resumable
+
+        resumed = load_model(args.resume, advice="give a file written by ctsne embed ... "
+                             "--save-model")
+        resumable(resumed, args.resume)  # a UMAP or LargeVis map: why it cannot go on
+        if args.algorithm != method_of(resumed)[0]:
+            raise DataError(f"{args.resume} holds a {method_of(resumed)[1]} map; --resume "
+                            f"continues it as such: drop --algorithm {args.algorithm}")
     _check_algorithm_options(args)
-    if not args.resume:  # a resumed model keeps its options (checked against it)
+    if not args.resume:
         _check_options(args)
 
     outputs = [check_output(args.output, args.force, EMBEDDING_FORMATS)]
@@ -52,13 +63,14 @@ def embed(args: argparse.Namespace) -> int:
     # an abort undoes only what this command writes, and restores what it replaced
     # --quiet hides progress and notes; warnings are shown all the same
     with ctrl_c.installed(), track_outputs():
-        return _embed(args, ctrl_c)
+        return _embed(args, ctrl_c, resumed)
 
 
 # Options that only one family of maps has: t-SNE's optimiser, UMAP's graph and curve.
 _TSNE_ONLY = {"method": "--method", "n_iter": "--n-iter",
-              "exaggeration_iter": "--exaggeration-iter", "exaggeration": "--exaggeration",
-              "resume": "--resume"}
+              "exaggeration_iter": "--exaggeration-iter", "exaggeration": "--exaggeration"}
+# each method's name in messages and titles
+_NAMES = {"tsne": "t-SNE", "umap": "UMAP", "largevis": "LargeVis"}
 _ONLY_FOR = {"n_neighbors": ("--n-neighbors", ("umap",)), "min_dist": ("--min-dist", ("umap",)),
              "n_epochs": ("--n-epochs", ("umap", "largevis")),
              "perplexity": ("--perplexity", ("tsne", "largevis"))}
@@ -80,15 +92,6 @@ def _check_algorithm_options(args: argparse.Namespace) -> None:
     if args.compare:
         raise DataError(f"--compare draws t-SNE beside ct-SNE; with --algorithm {algorithm} "
                         "run it twice, with and without --prior")
-
-
-# The estimators' parameters that options set, by the option's name (for messages).
-_FLAGS = {"n_components": "--dims", "perplexity": "--perplexity", "beta": "--beta",
-          "alpha": "--alpha", "combine": "--combine", "method": "--method",
-          "n_iter": "--n-iter", "affinities": "--affinities",
-          "within_weight": "--within-weight", "early_exaggeration_iter": "--exaggeration-iter",
-          "exaggeration": "--exaggeration", "random_state": "--seed", "n_jobs": "--threads",
-          "n_neighbors": "--n-neighbors", "min_dist": "--min-dist", "n_epochs": "--n-epochs"}
 
 
 def _tsne_options(args: argparse.Namespace) -> dict:
@@ -126,7 +129,7 @@ def _check_options(args: argparse.Namespace, n: int | None = None) -> None:
         params = {name: row.default for name, row in PARAMETERS.items()}
         params.update(_tsne_options(args))
         if n is None:
-            check_options(params, _FLAGS)
+            check_options(params, FLAGS)
         else:
             check_perplexity(params["perplexity"], n)
         return
@@ -141,7 +144,7 @@ def _check_options(args: argparse.Namespace, n: int | None = None) -> None:
     params = {name: row.default for name, row in table.items()}
     params.update(_graph_options(args))
     if n is None:
-        check_embedding_options(table, params, _FLAGS)
+        check_embedding_options(table, params, FLAGS)
     else:
         check_embedding_params(table, params, n)
 
@@ -157,8 +160,10 @@ def _graph_model(args: argparse.Namespace):
     return ConditionalLargeVis(**_graph_options(args), verbose=not args.quiet)
 
 
-def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
+def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
+    from ..files.columns import assign_columns
     from ..files.features import prepare_features
+    from ..files.formats import EMBEDDING_KEYS
     from ..files.tables import read_table
     from ..files.writing import interruption_point, write_embedding
 
@@ -180,11 +185,9 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
             raise
         except ValueError as exc:
             raise DataError(f"{exc} (--color {args.marker})") from None
-    resumed = None
-    if args.resume:
-        from ..files.models import load_model, provenance
+    if resumed is not None:
+        from ..files.models import provenance
 
-        resumed = load_model(args.resume)
         saved = provenance(resumed).get("cli_fingerprint", {}).get("prior") or []
         if saved and not args.prior:
             # the saved prior columns are not features: without them INPUT would not
@@ -197,12 +200,18 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
                                  *args.keep]))
     for name in labels:
         table.column(name)  # fail early, listing the columns, if one is missing
-    exclude = [*args.exclude, *([] if args.include_prior else args.prior)]
-    feats = prepare_features(table, args.columns, exclude, args.categorical,
+    # rows for a saved model take the columns it was fitted on
+    roles = assign_columns(table, args.columns, args.label_columns, args.exclude,
+                           args.prior, args.include_prior,
+                           fitted=getattr(resumed, "feature_names_in_", None),
+                           fitted_name=args.resume or "the model")
+    feats = prepare_features(table, roles.features, args.exclude, args.categorical,
                              args.standardize, args.drop_missing, args.prior)
     if len(feats.X) < 3:
-        raise DataError(f"{args.input} has {len(feats.X)} usable rows: t-SNE needs at "
-                        "least 3 points (and more than the perplexity)")
+        needs = {"tsne": " (and more than the perplexity)", "largevis": " (and more than "
+                 "the perplexity)", "umap": " (and more than --n-neighbors)"}[args.algorithm]
+        raise DataError(f"{args.input} has {len(feats.X)} usable rows: "
+                        f"{_NAMES[args.algorithm]} needs at least 3 points{needs}")
     if not args.resume:
         _check_options(args, len(feats.X))  # e.g. the perplexity, before the search
     n_read, table = table.n_rows, table.take(feats.rows)
@@ -216,14 +225,18 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
             warnings.simplefilter("ignore")
             make_prior(prior, len(feats.X), **defaults.set_options(
                 beta=args.beta, alpha=args.alpha, combine=args.combine))
-    report_features(args, feats.notes, feats.warnings)
+    # the column rule's line with the feature notes: after the checks, so that an error
+    # stays the one line on stderr
+    report_features(args, [roles.note, *feats.notes], feats.warnings)
     for name, col in zip(args.prior, prior or [], strict=False):
         n_miss = int(sum(v is None or v != v for v in col))
         if n_miss:
             note(args, f"note: {n_miss} rows have no {name!r} label; they form a class of "
                  "their own (drop them with --drop-missing)")
 
+    t0 = time.perf_counter()
     model, interrupted = _fit(args, feats.X, prior, ctrl_c, resumed)
+    seconds = time.perf_counter() - t0
     Y = model.embedding_
     plain = None
     if args.compare and interrupted:
@@ -232,8 +245,10 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC) -> int:
         # before anything is written: Ctrl-C here aborts the whole command cleanly
         note(args, "t-SNE for --compare: the same start, t-SNE's affinities, no prior")
         plain = model.tsne_counterpart()
+    key = EMBEDDING_KEYS[args.algorithm]
     write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
-                    args.force, table.adata, feats)
+                    args.force, table.adata, feats, key=key,
+                    record=_record(args, model, seconds, feats))
     if args.save_model:
         from ..files.models import annotate, save_model
         from .resume import fingerprint
@@ -279,12 +294,30 @@ def _plot(args, model, Y, plain, table, color) -> None:
             markers, color_name=color, marker_name=args.marker,
             tsne_title="t-SNE" if mode == "standard" else f"t-SNE on the {mode} P")
     else:
-        name = {"tsne": "t-SNE", "umap": "UMAP", "largevis": "LargeVis"}[args.algorithm]
+        name = _NAMES[args.algorithm]
         conditional = "ct-SNE" if args.algorithm == "tsne" else f"conditional {name}"
         title = f"{conditional}, prior {' & '.join(args.prior)}" if args.prior else name
         fig = plotting.plot_embedding(Y, colors, markers, title=title, color_name=color,
                                       marker_name=args.marker, random_state=0).figure
     plotting.save_figure(fig, args.plot, args.force)
+
+
+def _record(args: argparse.Namespace, model, seconds: float, feats) -> dict | None:
+    """What an .h5ad output keeps in ``uns`` beside the map (:func:`ctsne.tl.fit_record`,
+    as the scanpy functions write it): only for .h5ad, where it is stored."""
+    if Path(args.output).suffix.lower() != ".h5ad":
+        return None
+    from ...tl import fit_record
+
+    if Path(args.input).suffix.lower() == ".h5ad":
+        source = (f"obsm[{args.obsm!r}]" if args.obsm else f"layers[{args.layer!r}]"
+                  if args.layer else "X")
+    else:
+        source = f"the feature columns of {Path(args.input).name}"
+    return fit_record(model, seconds, prior=list(args.prior) or None, input=str(args.input),
+                      representation=source, n_features=len(feats.names),
+                      standardized=bool(args.standardize), resumed_from=args.resume,
+                      command="ctsne embed")
 
 
 def _fit(args: argparse.Namespace, X, prior, ctrl_c: CtrlC, resumed=None):

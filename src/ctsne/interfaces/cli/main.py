@@ -35,16 +35,9 @@ class _LibraryDefaults(dict):
     """Help-text field -> the library's default, looked up on first use."""
 
     def __missing__(self, key: str):
-        if key.startswith("explore_label_"):
-            # explore's rule for label-like columns (its module loads numpy, no Bokeh)
-            from ..explorer import command
+        from .defaults import help_value
 
-            value = {"explore_label_max_levels": command.LABEL_MAX_LEVELS,
-                     "explore_label_percent": 100 * command.LABEL_MIN_SHARE}[key]
-        else:
-            from .defaults import help_value
-
-            value = help_value(key)
+        value = help_value(key)
         self[key] = value
         return value
 
@@ -87,20 +80,7 @@ def _common(p: argparse.ArgumentParser, quiet: str) -> None:
                    help=f"{quiet} (warnings are still shown)")
 
 
-# What --columns defaults to: embed takes every column but the id and prior ones; explore
-# also keeps label-like columns out of the features (interfaces/explorer/command.py).
-_COLUMNS_DEFAULT = {
-    "embed": "all but the id and prior columns",
-    "explore": "the numeric columns except the id, prior and --exclude columns and those "
-               "that look like labels (text; whole numbers with at most "
-               "{explore_label_max_levels} values, each on at least "
-               "{explore_label_percent:g} percent of the rows), which become labels for colour, "
-               "hover and prior",
-}
-
-
-def _data_options(p: argparse.ArgumentParser, features: bool = True,
-                  columns_default: str = _COLUMNS_DEFAULT["embed"]) -> None:
+def _data_options(p: argparse.ArgumentParser, features: bool = True) -> None:
     g = p.add_argument_group("reading the input")
     g.add_argument("--id", metavar="COL", help="column holding row ids (default: row numbers, "
                    "or an unnamed first column, or an AnnData's obs names)")
@@ -110,13 +90,21 @@ def _data_options(p: argparse.ArgumentParser, features: bool = True,
                    "tab for .tsv; for .csv detected among , ; and tab)")
     if not features:
         return
-    g.add_argument("--columns", nargs="+", metavar="COL", help="feature columns (names or "
-                   f"patterns like 'x*'); default: {columns_default}")
+    # one rule for every command: ctsne.interfaces.files.columns
+    g.add_argument("--features", "--columns", dest="columns", nargs="+", metavar="COL",
+                   help="the feature columns (names, or patterns like 'x*' matching the "
+                   "columns that are no id, prior, --exclude or --labels column; text ones "
+                   "are one-hot encoded); default: every numeric column (whole numbers, 0/1, "
+                   "counts and scores too) but the id and prior ones; text columns are "
+                   "labels. A note on stderr says which are which")
+    g.add_argument("--labels", dest="label_columns", nargs="+", metavar="COL", default=[],
+                   help="numeric columns that are labels, not features (a digit, a cluster "
+                   "id)")
     g.add_argument("--exclude", nargs="+", metavar="COL", default=[],
-                   help="columns that are not features")
+                   help="columns that are neither features nor labels")
     g.add_argument("--categorical", choices=("onehot", "error"), default="onehot",
-                   help="text feature columns: one 0/1 column per value, or an error "
-                   "(default: onehot)")
+                   help="text columns named with --features: one 0/1 column per value, or "
+                   "an error (default: onehot)")
     g.add_argument("--drop-missing", action="store_true", help="drop rows with missing "
                    "values (default: missing feature values are an error)")
 
@@ -135,11 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "columns (none: plain t-SNE). Formats by extension: .csv .tsv "
                        "(.gz) .parquet .npy .npz .h5ad.")
     p.add_argument("input", metavar="INPUT", help="the data: one row per point, feature "
-                   "columns (numbers; text columns are one-hot encoded) and label columns")
+                   "columns (the numeric ones unless --features names them) and label "
+                   "columns (text, --labels)")
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT",
-                   help="embedding file: .csv/.tsv/.parquet (id, ctsne1, ctsne2, labels), "
-                   ".npz (embedding, ids, labels), .npy (embedding only) or .h5ad "
-                   "(obsm['X_ctsne'])")
+                   help="embedding file: .csv/.tsv/.parquet (id, ctsne1, ctsne2, labels; "
+                   "the same columns for every --algorithm), .npz (embedding, ids, labels), "
+                   ".npy (embedding only) or .h5ad (the map in obsm and its parameters in "
+                   "uns, under X_ctsne, X_cumap or X_clargevis by --algorithm, the keys of "
+                   "ctsne.tl.ctsne and ctsne.tl.cumap; an earlier map under the same key "
+                   "is replaced with its record)")
     p.add_argument("--prior", action="append", default=[], metavar="COL",
                    help="label column to factor out (repeat for several)")
     p.add_argument("--combine", choices=("joint", "product"),
@@ -158,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "the prior separates the data")
     p.add_argument("--within-weight", type=float, metavar="W", help="balanced (and auto "
                    "where it balances): own-class share of each point's affinities (default: "
-                   "chosen per class from the data, see --verbose); revised: α, the factor "
-                   "on within-class affinities (default {within_revised:g})")
+                   "chosen per class from the data; the affinities line on stderr says what, "
+                   "unless -q); revised: α, the factor on within-class affinities (default "
+                   "{within_revised:g})")
     p.add_argument("--include-prior", action="store_true",
                    help="keep the prior columns among the features")
     p.add_argument("--meta", metavar="FILE", help="table of extra label columns with the "
@@ -195,11 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: 500 up to 10,000 points, 200 above)")
     p.add_argument("--seed", type=int, help="random seed (for reproducible output)")
     _threads(p)
-    p.add_argument("--save-model", metavar="FILE", help="pickle the fitted model (continue "
-                   "later with --resume, or pickle.load(...).optimize(n_iter))")
-    p.add_argument("--resume", metavar="MODEL", help="continue optimising a model saved with "
-                   "--save-model on the same INPUT (checked); --prior, --beta/--alpha and "
-                   "--method may change, the affinities are kept (only load files you trust)")
+    p.add_argument("--save-model", metavar="FILE", help="pickle the fitted model, of any "
+                   "--algorithm (place new rows with --reference, open it with explore "
+                   "--model; a t-SNE one continues with --resume, or "
+                   "pickle.load(...).optimize(n_iter))")
+    p.add_argument("--resume", metavar="MODEL", help="continue optimising a t-SNE model saved "
+                   "with --save-model on the same INPUT (checked); --prior, --beta/--alpha "
+                   "and --method may change, the affinities are kept (a UMAP or LargeVis run "
+                   "has ended its schedule and is not resumed; only load files you trust)")
     p.add_argument("--reference", metavar="MODEL", help="place INPUT's rows into the map of "
                    "a model saved with --save-model, without moving it (--prior: the new rows' "
                    "labels in the model's prior columns; the fitting options are ignored)")
@@ -233,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", metavar="EMB2", help="with --plot: draw the selection in "
                    "this embedding of the same points too (e.g. the t-SNE)")
     p.add_argument("--coords", nargs="+", metavar="COL", help="coordinate columns of EMB "
-                   "(default ctsne1, ctsne2, …)")
+                   "(default ctsne1, ctsne2, …; of an .h5ad: the obsm key, default the one "
+                   "of X_ctsne, X_cumap, X_clargevis it holds)")
     p.add_argument("--top", type=int, default=10, help="features to print (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed for k-means and the CV folds")
     p.add_argument("-o", "--output", metavar="TABLE", help="write the ranking (.csv .tsv "
@@ -281,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "by id (with --id)")
     p.add_argument("--names", nargs="+", metavar="NAME", help="names of the embeddings "
                    "(default: file names)")
-    p.add_argument("--coords", nargs="+", metavar="COL", help="coordinate columns of EMB")
+    p.add_argument("--coords", nargs="+", metavar="COL", help="coordinate columns of EMB "
+                   "(of an .h5ad: the obsm key)")
     p.add_argument("-o", "--output", metavar="TABLE", help="write the scores (.csv .tsv "
                    ".parquet): label, embedding, k, score; with --prior/--complement also "
                    "metric and random (the value for random labels)")
@@ -302,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default {beta:g})")
     p.add_argument("--embedding", metavar="FILE", help="the first map, precomputed (e.g. by "
                    "ctsne embed), instead of fitting it")
+    p.add_argument("--model", metavar="MODEL", help="the first map from a model saved by "
+                   "ctsne embed --save-model (any --algorithm; its prior and method too), "
+                   "instead of fitting it (only load files you trust)")
     p.add_argument("--session", metavar="FILE", help="reopen a session saved from the page "
                    "(same INPUT and options)")
     p.add_argument("--out", default="ctsne-explore", metavar="DIR",
@@ -313,10 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(faster where WebGL runs in software); auto (default): WebGL where the "
                    "browser has a hardware WebGL renderer, else the canvas; the page has a "
                    "switch")
-    p.add_argument("--algorithm", choices=("tsne", "umap", "largevis"), default="tsne",
+    p.add_argument("--algorithm", choices=("tsne", "umap", "largevis"),
                    help="method of the first map and the page's default for the next: "
-                   "ct-SNE (default), conditional UMAP or conditional LargeVis; the page "
-                   "can change it at every step")
+                   "ct-SNE (default; with --model the model's), conditional UMAP or "
+                   "conditional LargeVis; the page can change it at every step")
     p.add_argument("--max-points", type=int, default=200_000, metavar="N",
                    help="draw a random subsample of N points above N (selections still "
                    "take every point; default 200000)")
@@ -330,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "exaggeration of each map (default {early_exaggeration_iter})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     _threads(p)
-    _data_options(p, columns_default=_COLUMNS_DEFAULT["explore"])
+    _data_options(p)
     p.set_defaults(func="explore")
 
     p = sub.add_parser("demo", help="the paper's synthetic example, end to end",
@@ -412,10 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    from .shared import cli_wording  # plain Python: start-up stays quick
+
     shown = warnings.showwarning
-    # library warnings as one line each, without source lines
-    warnings.showwarning = lambda msg, cat, *a, **k: print(f"ctsne: warning: {msg}",
-                                                          file=sys.stderr)
+    # library warnings as one line each, without source lines, naming the options
+    warnings.showwarning = lambda msg, cat, *a, **k: print(
+        f"ctsne: warning: {cli_wording(str(msg))}", file=sys.stderr)
     try:
         return _guarded(args)
     except KeyboardInterrupt:
@@ -431,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
         # user mistakes (bad files, columns, parameters) arrive as these: one line, code 2
         if args.traceback:
             raise
-        print(f"ctsne {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        # the library's messages name its parameters; the user here set options
+        print(f"ctsne {args.command}: error: {cli_wording(_one_line(exc))}", file=sys.stderr)
         return 2
     except MemoryError:
         print(f"ctsne {args.command}: error: out of memory; use fewer points or features",

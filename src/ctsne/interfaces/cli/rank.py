@@ -79,6 +79,7 @@ def _selections(args, Y, ids) -> tuple[dict, object]:
 def rank(args: argparse.Namespace) -> int:
     """The body of ``ctsne rank``; returns the exit code."""
     from ...ranking import rank_features
+    from ..files.columns import assign_columns
     from ..files.features import prepare_features
     from ..files.tables import read_embedding, read_table
     from ..files.writing import write_columns
@@ -90,12 +91,15 @@ def rank(args: argparse.Namespace) -> int:
     table = aligned(read_table(args.input, args.id, args.obsm, args.layer, args.sep), emb,
                     args.input)
     # the embedding's label columns (priors, colours) were not features there
-    exclude = [*args.exclude, *(c for c in emb.columns if c in table.columns)]
-    feats = prepare_features(table, args.columns, exclude, args.categorical,
+    roles = assign_columns(table, args.columns, args.label_columns, args.exclude,
+                           also_labels=[c for c in emb.columns if c in table.columns])
+    feats = prepare_features(table, roles.features, args.exclude, args.categorical,
                              drop_missing=args.drop_missing)
     Y, ids = emb.matrix[feats.rows], emb.ids[feats.rows]
     selections, clusters = _selections(args, Y, ids)
-    report_features(args, feats.notes, feats.warnings)
+    # the column rule's line with the feature notes: after the checks, so that an error
+    # stays the one line on stderr
+    report_features(args, [roles.note, *feats.notes], feats.warnings)
 
     out: dict[str, list] = {k: [] for k in ("selection", "rank", "feature", "weight",
                                             "mean_difference", "auc", "n_selected")}

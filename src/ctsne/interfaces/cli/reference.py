@@ -135,9 +135,30 @@ def _join(ref: np.ndarray | None, new: np.ndarray, n_ref: int) -> np.ndarray:
     return np.concatenate([head, _label_column(new)])
 
 
+def _plot(args, model, Y_new, table, color, ref_labels, method: str) -> None:
+    """Draw ``--plot``: the new points over the map they were placed into (its points
+    faded, in their labels' colours where the model kept them), each label in the colour
+    and shape it has in the map's own plot."""
+    from ...plotting import figures as plotting
+
+    ref = np.asarray(model.embedding_)[:, :2]
+    ax = plotting.plot_embedding(
+        Y_new, table.columns[color] if color else None,
+        table.columns[args.marker] if args.marker else None,
+        title=f"new points in the {method} map of {Path(args.reference).name}",
+        color_name=color, marker_name=args.marker, random_state=0,
+        color_reference=ref_labels.get(color) if color else None,
+        marker_reference=ref_labels.get(args.marker) if args.marker else None,
+        background=ref)
+    plotting.save_figure(ax.figure, args.plot, args.force)
+
+
 def place(args: argparse.Namespace) -> int:
-    """The body of ``ctsne embed NEWDATA --reference MODEL``."""
+    """The body of ``ctsne embed NEWDATA --reference MODEL`` (a model of any method)."""
+    from ..files.columns import assign_columns
     from ..files.features import prepare_features
+    from ..files.formats import EMBEDDING_KEYS
+    from ..files.models import method_of
     from ..files.tables import read_table
     from ..files.writing import check_output, write_embedding
 
@@ -157,6 +178,9 @@ def place(args: argparse.Namespace) -> int:
     if len(set(paths)) < len(paths):
         raise DataError("the input, model and output files must all be different")
     model = _load(args.reference)
+    if args.plot and np.shape(model.embedding_)[1] < 2:
+        raise DataError(f"--plot draws 2-D maps; {args.reference} holds a "
+                        f"{np.shape(model.embedding_)[1]}-D one")
 
     table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer)
     if args.meta:
@@ -171,18 +195,26 @@ def place(args: argparse.Namespace) -> int:
     for name in labels:
         table.column(name)  # fail early, listing the columns, if one is missing
     exclude = [*args.exclude, *([] if args.include_prior else args.prior)]
-    feats = prepare_features(table, args.columns, exclude, args.categorical, False,
+    # rows for a saved model take the columns it was fitted on
+    roles = assign_columns(table, args.columns, args.label_columns, args.exclude,
+                           args.prior, args.include_prior,
+                           fitted=getattr(model, "feature_names_in_", None),
+                           fitted_name=args.reference or "the model")
+    feats = prepare_features(table, roles.features, exclude, args.categorical, False,
                              args.drop_missing, args.prior)
     table = table.take(feats.rows)
     unseen: list[str] = []
     X = _align(feats, model, unseen)
     # by name, so that messages about a prior column name it
     prior = {c: table.columns[c] for c in args.prior} or None
-    report_features(args, feats.notes, feats.warnings)
+    # the column rule's line with the feature notes: after the checks, so that an error
+    # stays the one line on stderr
+    report_features(args, [roles.note, *feats.notes], feats.warnings)
     for message in unseen:  # information the map cannot use: a warning
         warn(message)
 
-    model.set_params(n_jobs=args.threads)
+    # saved quiet (a script's transform prints nothing); here the command's -q decides
+    model.set_params(n_jobs=args.threads, verbose=not args.quiet)
     Y = model.transform(X, prior)
     ids, cols = table.ids, {c: table.columns[c] for c in labels}
     ref_labels = _reference_labels(model, labels, list(args.prior))
@@ -196,22 +228,21 @@ def place(args: argparse.Namespace) -> int:
         for c in labels:
             cols[c] = _join(ref_labels.get(c), np.asarray(cols[c]), n_ref)
         cols["set"] = np.array(["reference"] * n_ref + ["new"] * table.n_rows, dtype=object)
-    write_embedding(args.output, Y, ids, cols, args.force,
-                       None if args.with_reference else table.adata,
-                       None if args.with_reference else feats)
-    if args.plot:
-        from ...plotting import figures as plotting
+    algorithm, method = method_of(model)
+    record = None
+    if Path(args.output).suffix.lower() == ".h5ad":
+        from ...tl import fit_record
 
-        new = slice(len(Y) - table.n_rows, len(Y))
-        # each label in the colour and shape it has in the map's own plot
-        ax = plotting.plot_embedding(
-            Y[new], table.columns[color] if color else None,
-            table.columns[args.marker] if args.marker else None,
-            title=f"new points in {Path(args.reference).name}", color_name=color,
-            marker_name=args.marker, random_state=0,
-            color_reference=ref_labels.get(color) if color else None,
-            marker_reference=ref_labels.get(args.marker) if args.marker else None)
-        plotting.save_figure(ax.figure, args.plot, args.force)
+        # describes these points' map: the model's, which they were placed into
+        record = {"placed_into": str(args.reference), "prior": list(args.prior) or None,
+                  "n_reference": len(model.embedding_), "command": "ctsne embed --reference",
+                  "model": fit_record(model)}
+    write_embedding(args.output, Y, ids, cols, args.force,
+                    None if args.with_reference else table.adata,
+                    None if args.with_reference else feats,
+                    key=EMBEDDING_KEYS[algorithm], record=record)
+    if args.plot:
+        _plot(args, model, Y[len(Y) - table.n_rows:], table, color, ref_labels, method)
     note(args, f"wrote {args.output}: {table.n_rows} new points placed into the map of "
          f"{len(model.embedding_)} points" + (" (both written)" if args.with_reference
                                               else ""))

@@ -65,8 +65,22 @@ def _integration_rows(name: str, Y, column, args) -> list[tuple]:
             rows.append((f"{comp} across {pri}", name, args.knn, res.agreement,
                          "cross_class_agreement", res.chance))
             rows.append((f"{comp} across {pri}", name, args.knn, res.coverage,
-                         "cross_class_coverage", float("nan")))
+                         "cross_class_coverage", _coverage_chance(column(pri), args.knn)))
     return rows
+
+
+def _coverage_chance(labels, k: int) -> float:
+    """The share of points with a neighbour of another class among their ``k`` nearest
+    when the neighbours are random points: one minus the chance that all ``k``, drawn
+    without replacement from the other points, share the point's class."""
+    from ...metrics import label_codes
+
+    sizes = np.bincount(label_codes(labels)[0]).astype(np.float64)
+    n = sizes.sum()
+    j = np.arange(min(k, int(n) - 1))
+    # for a point of class c: prod_j (n_c - 1 - j) / (n - 1 - j), zero once j reaches n_c - 1
+    same = np.prod(np.clip(sizes[:, None] - 1 - j, 0, None) / (n - 1 - j), axis=1)
+    return float(1.0 - np.sum(sizes / n * same))
 
 
 _INTEGRATION_NOTES = {
@@ -85,14 +99,15 @@ _SCIB_COLUMNS = (("batch_mixing", "batch kNN"), ("ilisi", "iLISI"), ("batch_asw"
 
 
 def _input_features(data, emb, args) -> np.ndarray:
-    """The --data features of the embedding's points, without the label columns."""
+    """The --data features of the embedding's points, by ``embed``'s rule
+    (:mod:`~ctsne.interfaces.files.columns`), without the label columns."""
+    from ..files.columns import assign_columns
     from ..files.features import prepare_features
 
-    used = [*args.labels, *args.prior, *args.complement] + ([args.id] if args.id else [])
+    used = [*args.labels, *args.prior, *args.complement]
     table = aligned(data, emb, args.data)
-    names = table.matrix_names if table.matrix is not None else list(table.columns)
-    return prepare_features(table, exclude=[c for c in used if c in names],
-                            standardize=args.standardize).X
+    roles = assign_columns(table, also_labels=[c for c in used if c in table.columns])
+    return prepare_features(table, roles.features, standardize=args.standardize).X
 
 
 def _scib_rows(name: str, X, Y, column, args) -> list[tuple]:
@@ -184,8 +199,9 @@ def score(args: argparse.Namespace) -> int:
                   f"{args.lisi_perplexity:g}):")
             print(f"  {'measure':<44}{'label':<24}{'value':>8}{'random':>9}")
             for lab, _, _, value, metric, rand in rows:
-                print(f"  {_INTEGRATION_NOTES[metric]:<44}{lab:<24}{value:>8.3f}"
-                      f"{rand:>9.3f}")
+                # a measure without a random level shows a dash, not "nan"
+                level = f"{rand:>9.3f}" if np.isfinite(rand) else f"{'–':>9}"
+                print(f"  {_INTEGRATION_NOTES[metric]:<44}{lab:<24}{value:>8.3f}{level}")
     if scib:
         _print_scib(scib, args)
     if args.output:

@@ -7,6 +7,7 @@ and turned into one line by :func:`ctsne.interfaces.cli.main.main`.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,54 @@ from ..files.formats import FIGURE_FORMATS, TABLE_FORMATS, DataError
 if TYPE_CHECKING:  # pragma: no cover
     from ..files.tables import Table
 
-__all__ = ["aligned", "check_table_and_plot", "fmt", "note", "report_features", "warn"]
+__all__ = ["FLAGS", "aligned", "check_table_and_plot", "cli_wording", "fmt", "note",
+           "report_features", "warn"]
+
+# The estimators' parameters that options set, by the option that sets them: messages
+# name the option (cli_wording), and the option checks name it too.
+FLAGS = {"n_components": "--dims", "perplexity": "--perplexity", "beta": "--beta",
+         "alpha": "--alpha", "combine": "--combine", "method": "--method",
+         "n_iter": "--n-iter", "affinities": "--affinities",
+         "within_weight": "--within-weight", "early_exaggeration_iter": "--exaggeration-iter",
+         "exaggeration": "--exaggeration", "random_state": "--seed", "n_jobs": "--threads",
+         "n_neighbors": "--n-neighbors", "min_dist": "--min-dist", "n_epochs": "--n-epochs"}
+_QUOTED = r"'[^']*'(?: or '[^']*')*"  # 'bh' or 'exact'
+
+
+def _as_option(flag: str):
+    """A substitution writing ``name=value`` as ``--flag value`` (quotes dropped)."""
+    return lambda m: f"{flag} {m.group(1).replace(chr(39), '')}"
+
+
+def cli_wording(message: str) -> str:
+    """A library message as the command line's user needs it: the options, not the
+    Python parameters they set (``within_weight=2`` is ``--within-weight 2``), and no
+    "None", a value no option can be given ("must be None or an integer" is "must be
+    an integer"; "leave it None" is "leave out --within-weight").
+
+    A parameter is rewritten where it is written as code: ``name=value``, ``name must``
+    and ``name`` with an underscore (never a word of the prose: "beta < 1 removes"), and
+    never inside a call (``Balanced(within_weight=0.7)``), which names Python."""
+    first = None
+    for name, flag in FLAGS.items():
+        # a message the option checks wrote with the option's name: only the None
+        if re.search(rf"{flag} must be None(?: or|,) ", message):
+            first = first or flag
+            message = re.sub(rf"{flag} must be None(?: or|,) ", f"{flag} must be ", message)
+        if not re.search(rf"(?<![\w.(`-]){name}\b", message):
+            continue
+        first = first or flag
+        code = rf"(?<![\w.(`-]){name}"
+        message = re.sub(code + rf"=({_QUOTED}|[^\s,;:)]+)", _as_option(flag), message)
+        message = re.sub(code + r" must be None(?: or|,) ", rf"{flag} must be ", message)
+        if name == "random_state":  # a Generator is Python's; a seed is what --seed takes
+            message = message.replace(" or a numpy Generator", "")
+        message = re.sub(code + r"(?= must\b)", flag, message)
+        if "_" in name:
+            message = re.sub(code + r"\b(?![=(])", flag, message)
+    if first is not None:
+        message = message.replace("leave it None", f"leave out {first}")
+    return message
 
 
 def note(args: argparse.Namespace, message: str) -> None:
@@ -37,6 +85,8 @@ def report_features(args: argparse.Namespace, messages: list[str],
     """Print what preparing the features did: ``warnings`` (those of ``messages`` that
     lose data, e.g. dropped rows) always, the other messages as notes."""
     for message in messages:
+        if not message:  # e.g. no column rule to report for a matrix input
+            continue
         if message in warnings:
             warn(message)
         else:

@@ -55,6 +55,14 @@ setTimeout(() => URL.revokeObjectURL(a.href), 60000);
 """
 
 
+# Text in the side panels breaks anywhere: a long column name, level or feature is one
+# word to the browser, which would run past the panel's edge (hidden there, or a
+# horizontal scroll bar) instead of wrapping.
+WRAP = {"overflow-wrap": "anywhere"}
+# the same for a Checkbox's label, which lives in the widget's shadow root
+WRAP_LABEL = ":host { overflow-wrap: anywhere; } label { white-space: normal; }"
+
+
 def _title_style() -> dict:
     # wraps instead of running under the toolbar; two lines kept for both maps, so that
     # their frames line up
@@ -121,11 +129,12 @@ class _Page(SelectionMixin, RunMixin):
         opts = [NONE, *self.columns, *self.s.feature_names]
         first = next((c for c in self.columns if _levels(self.s.labels[c]) is not None), NONE)
         wide = {"sizing_mode": "stretch_width"}
+        text = {**wide, "styles": WRAP}
         self.color = Select(title="Colour by", options=list(dict.fromkeys(opts)), value=first,
                             name="color", **wide)
         self.marker = Select(title="Marker by", value=NONE, name="marker",
                              options=[NONE, *self.columns], **wide)
-        self.marker_legend = Div(text="", name="marker_legend", **wide)
+        self.marker_legend = Div(text="", name="marker_legend", **text)
         # each hover column travels to the browser: none by default on large data
         hover = self.columns[:3] if self.s.n <= HOVER_DEFAULT_MAX else []
         self.hover_cols = MultiChoice(title="Hover shows", options=self.columns, value=hover,
@@ -139,12 +148,13 @@ class _Page(SelectionMixin, RunMixin):
         self.cluster_btn = Button(label="Cluster", name="cluster")
         self.rank_source, self.rank_table = ranking_table()
         self.rank_table.update(sizing_mode="stretch_width", height=210)
-        self.rank_info = Div(text=PROMPT, name="ranking_info", **wide)
+        self.rank_info = Div(text=PROMPT, name="ranking_info", **text)
         # the prior of the next map: the shown map's prior (if kept) and the box's columns
-        self.keep_prior = Checkbox(label="", active=True, name="keep_prior", visible=False)
+        self.keep_prior = Checkbox(label="", active=True, name="keep_prior", visible=False,
+                                   stylesheets=[WRAP_LABEL], **wide)
         self.prior = MultiChoice(title="Add to the prior (factored out of the next map)",
                                  options=self.columns, value=[], name="prior", **wide)
-        self.next_prior = Div(text="", name="next_prior", **wide)
+        self.next_prior = Div(text="", name="next_prior", **text)
         self.add_sel = Button(label="+ selection", name="add_selection")
         self.add_clu = Button(label="+ clusters", name="add_clusters")
         self.add_top = Button(label="+ top feature", name="add_top")
@@ -154,7 +164,7 @@ class _Page(SelectionMixin, RunMixin):
                              options=[(k, v[1]) for k, v in METHODS.items()])
         self.go = Button(label="Factor out", button_type="primary", name="factor_out")
         self.stop = Button(label="Cancel", name="cancel", disabled=True)
-        self.progress = Div(text="", name="progress", **wide)
+        self.progress = Div(text="", name="progress", **text)
         self.history = Select(title="History: the step shown (its parent beside it)",
                               options=[], name="history", sizing_mode="stretch_width",
                               min_width=160)
@@ -165,7 +175,7 @@ class _Page(SelectionMixin, RunMixin):
         self.download = ColumnDataSource({"name": [], "b64": [], "type": [], "n": []},
                                          name="download")
         self.download.js_on_change("data", CustomJS(code=DOWNLOAD_JS))
-        self.status = Div(text="", name="status", **wide)
+        self.status = Div(text="", name="status", **text)
         self._wire()
         if self.s.steps:
             self._show_step(self.step_b)
@@ -211,7 +221,7 @@ class _Page(SelectionMixin, RunMixin):
         colorbar = (self.colorbar.visible, self.colorbar.title)
         self._build_maps(backend)
         self.colorbar.update(visible=colorbar[0], title=colorbar[1])
-        self.box_a.children = [self.title_a, self.fig_a]
+        self.box_a.children = [self._no_map]  # _show_left puts the new map in if shown
         self.box_b.children = [self.title_b, self.fig_b]
         self._show_left(visible)
         self._set_marker(self.marker.value)
@@ -222,9 +232,12 @@ class _Page(SelectionMixin, RunMixin):
         from bokeh.layouts import column, row
 
         fit = {"sizing_mode": "stretch_both"}
-        self.box_a = column(self.title_a, self.fig_a, name="box_a", **fit)
+        from bokeh.models import Spacer
+
+        self._no_map = Spacer(width=0, height=0)
+        self.box_a = column(self._no_map, name="box_a", **fit)
         self.box_b = column(self.title_b, self.fig_b, name="box_b", **fit)
-        self.box_a.visible = self.fig_a.visible
+        self._show_left(self.fig_a.visible)
         maps = row(self.box_a, self.box_b, **fit)
         under = row(self.history, *self.exports.values(), sizing_mode="stretch_width")
         centre = column(maps, under, **fit)
@@ -276,9 +289,17 @@ class _Page(SelectionMixin, RunMixin):
         div.text = html.escape(text)
 
     def _show_left(self, visible: bool):
+        """Show or hide the left map (the parent of the step shown). A hidden map leaves
+        the layout, not only the view: a hidden figure in the page has no frame, so
+        BokehJS cannot range it and logged "could not set initial ranges" at every
+        change of the shared source (issue 51)."""
         self.fig_a.visible = visible
         if hasattr(self, "box_a"):
             self.box_a.visible = visible
+            # a hidden box holds an empty Spacer: a layout without children is a warning
+            children = [self.title_a, self.fig_a] if visible else [self._no_map]
+            if list(self.box_a.children) != children:
+                self.box_a.children = children
 
     def _refresh_options(self):
         self.columns = list(self.s.labels)

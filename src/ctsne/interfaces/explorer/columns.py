@@ -137,8 +137,10 @@ def legend_table():
     from bokeh.models import ColumnDataSource, DataTable, HTMLTemplateFormatter, TableColumn
 
     source = ColumnDataSource({"color": [], "level": [], "count": []}, name="legend")
+    # a level too long for its cell is cut there; the cell's tooltip holds all of it
     swatch = HTMLTemplateFormatter(
-        template='<span style="color:<%= color %>">&#9679;</span> <%= value %>')
+        template='<span title="<%- value %>"><span style="color:<%= color %>">&#9679;</span> '
+                 '<%- value %></span>')
     return source, DataTable(source=source, name="legend_table", height=160, width=240,
                              index_position=None, columns=[
                                  TableColumn(field="level", title="level (click: select)",
@@ -158,14 +160,23 @@ def ranking_columns(r) -> dict[str, list]:
 
 def ranking_table():
     """(source, DataTable) of the ranking, empty."""
-    from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, TableColumn
+    from bokeh.models import (
+        ColumnDataSource,
+        DataTable,
+        HTMLTemplateFormatter,
+        NumberFormatter,
+        TableColumn,
+    )
 
     source = ColumnDataSource(ranking_columns(None), name="ranking_source")
     fmt = NumberFormatter(format="+0.000")
+    # a long feature name is cut in its cell; the tooltip holds all of it
+    name = HTMLTemplateFormatter(template='<span title="<%- value %>"><%- value %></span>')
     return source, DataTable(source=source, name="ranking", height=260, width=330,
                              index_position=None, columns=[
                                  TableColumn(field="rank", title="#", width=30),
-                                 TableColumn(field="feature", title="feature", width=110),
+                                 TableColumn(field="feature", title="feature", width=110,
+                                             formatter=name),
                                  TableColumn(field="weight", title="weight", formatter=fmt,
                                              width=70),
                                  TableColumn(field="mean_difference", title="Δmean (sd)",

@@ -1,22 +1,14 @@
 """The body of ``ctsne explore`` (the parser is in :mod:`ctsne.interfaces.cli.main`).
 
-Which columns are features and which are labels
------------------------------------------------
-Features are what the map is computed from and what a selection's ranking ranks; labels
-colour, mark and describe the points, and any label or feature can become a prior.
+Which columns are features and which are labels: the rule every command shares,
+:mod:`ctsne.interfaces.files.columns` (numeric columns are features, text columns labels;
+``--features`` and ``--labels`` change it), said in one line on stderr. Text columns
+named as features stay labels too (colour, prior), and the page lists both (the
+``columns`` panel).
 
-* With ``--columns``, exactly the named columns are features (text ones one-hot encoded);
-  every other column is a label.
-* Without it, the features are the numeric columns, except the ``--id``, ``--prior`` and
-  ``--exclude`` columns and the columns that look like class labels: text columns, and
-  numeric columns of whole numbers with 2 to ``LABEL_MAX_LEVELS`` distinct values, each
-  held by at least ``LABEL_MIN_SHARE`` of the rows (a digit, a cluster id, a 0/1 group;
-  a pixel that is 0 on almost every row stays a feature). Those become labels, and a
-  note on stderr names them.
-* Matrix inputs (.npy, .npz, .h5ad): the matrix is the features, the other arrays (an
-  AnnData's ``obs``) the labels.
-
-The page lists both (the ``columns`` panel).
+The first map is computed on the page, or read from ``--embedding`` (a table of
+coordinates), ``--model`` (a model saved by ``ctsne embed --save-model``, of any method:
+its map, prior and method become the first step) or ``--session``.
 """
 
 from __future__ import annotations
@@ -26,39 +18,7 @@ import time
 
 import numpy as np
 
-__all__ = ["run", "start", "label_like", "LABEL_MAX_LEVELS", "LABEL_MIN_SHARE"]
-
-# A numeric column is read as a class label, not a feature, when its values are whole
-# numbers with at most this many distinct values ...
-LABEL_MAX_LEVELS = 12
-# ... each held by at least this share of the rows (so that a sparse count, 0 on almost
-# every row, stays a feature).
-LABEL_MIN_SHARE = 0.01
-
-
-def _number(text) -> bool:
-    try:
-        float(text)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def label_like(values: np.ndarray) -> bool:
-    """Whether a column looks like a class label rather than a feature: text (unless most
-    of its values are numbers: a numeric column with typos, which the feature checks
-    report), or whole numbers with 2 to ``LABEL_MAX_LEVELS`` distinct values, each held by
-    at least ``LABEL_MIN_SHARE`` of the rows with a value."""
-    values = np.asarray(values)
-    if values.dtype == object:
-        present = [v for v in values if v is not None]
-        return 2 * sum(_number(v) for v in present) <= len(present)
-    v = values.astype(np.float64)
-    v = v[np.isfinite(v)]
-    if not len(v) or np.any(v != np.round(v)):
-        return False
-    _, counts = np.unique(v, return_counts=True)
-    return 2 <= len(counts) <= LABEL_MAX_LEVELS and counts.min() >= LABEL_MIN_SHARE * len(v)
+__all__ = ["run", "start"]
 
 
 def _coordinates(path: str):
@@ -100,25 +60,47 @@ def _first_map(path: str, ids: np.ndarray) -> np.ndarray:
     return emb.matrix[rows, :2]
 
 
-def _label_columns(table, args) -> list[str]:
-    """The columns that the default rule (no ``--columns``) keeps out of the features."""
-    from ..files.formats import DataError
+def _model_prior(model) -> list[str]:
+    """The prior columns a model saved by ``ctsne embed`` factored out (none if unknown)."""
+    from ..files.models import provenance
 
-    if args.columns or table.matrix is not None:
-        return []
-    skip = {*args.exclude, *args.prior}
-    candidates = [c for c in table.columns if c not in skip]
-    labels = [c for c in candidates if label_like(table.columns[c])]
-    if labels and len(labels) == len(candidates):
-        raise DataError(
-            f"every column looks like a label (text, or whole numbers with at most "
-            f"{LABEL_MAX_LEVELS} values): {', '.join(labels[:8])}"
-            f"{' …' if len(labels) > 8 else ''}; name the features with --columns")
-    if labels:
-        print(f"ctsne: note: label columns, not features: {', '.join(labels)} (text, or "
-              f"whole numbers with at most {LABEL_MAX_LEVELS} values); name the features "
-              "with --columns to use them", file=sys.stderr)
-    return labels
+    return list((provenance(model).get("cli_fingerprint") or {}).get("prior") or [])
+
+
+def _model_step(model, path: str, ids: np.ndarray, feature_names: list[str]):
+    """The first step from a saved model: (Step, algorithm) with its map's first two
+    coordinates in the order of ``ids``, its prior's columns and β'."""
+    from ..files.formats import DataError
+    from ..files.models import method_of, provenance
+    from .session import Step
+
+    Y = np.asarray(model.embedding_, dtype=np.float64)
+    if Y.shape[1] < 2:
+        raise DataError(f"{path}: the model's map has {Y.shape[1]} coordinate(s); explore "
+                        "needs 2")
+    record = provenance(model)
+    own = record.get("ids")
+    if own is not None and len(own) == len(Y):
+        pos = {str(i): k for k, i in enumerate(np.asarray(own))}
+        rows = np.array([pos.get(str(i), -1) for i in ids])
+        if (rows < 0).any():
+            raise DataError(f"{int((rows < 0).sum())} rows of the input are not in the map "
+                            f"of {path} (e.g. id {str(ids[rows < 0][0])!r}); give the INPUT "
+                            "and --id the model was fitted on")
+    elif len(Y) == len(ids):
+        rows = np.arange(len(Y))  # a model saved from Python keeps no ids: rows in order
+    else:
+        raise DataError(f"{path} holds a map of {len(Y)} points and no row ids; the input "
+                        f"has {len(ids)} rows: give the INPUT the model was fitted on")
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None and list(names) != list(feature_names):
+        print(f"ctsne: note: {path} was fitted on other features than the page's "
+              f"({len(names)} vs {len(feature_names)}); the next maps use the page's",
+              file=sys.stderr)
+    prior = _model_prior(model)
+    beta = model.beta_ if np.ndim(model.beta_) == 0 else float(np.asarray(model.beta_)[0])
+    algorithm = method_of(model)[0]
+    return Step(prior, float(beta) if prior else 1.0, Y[rows, :2], method=algorithm), algorithm
 
 
 def start(args):
@@ -127,42 +109,69 @@ def start(args):
     columns are features)."""
     from ...estimator.tsne import ConditionalTSNE
     from ..cli.defaults import set_options
+    from ..files.columns import assign_columns
     from ..files.features import prepare_features
+    from ..files.formats import DataError
     from ..files.tables import read_table
     from . import require_bokeh, serve
     from .session import Session
 
     require_bokeh()  # before reading a large file
+    given = [f for f in ("embedding", "model", "session") if getattr(args, f, None)]
+    if len(given) > 1:
+        raise DataError(f"give one of --embedding, --model and --session, not "
+                        f"{' and '.join('--' + f for f in given)}")
     table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer,
                        sep=getattr(args, "sep", None))
-    for name in args.prior:
+    saved = None
+    if getattr(args, "model", None):
+        from ..files.models import load_model
+
+        if args.prior:
+            raise DataError("the first map is the --model's, with its own prior; --prior "
+                            "applies to a first map computed here (put columns into the "
+                            "prior on the page instead)")
+        saved = load_model(args.model, advice="save one with ctsne embed ... --save-model")
+    # the model's prior columns were labels when it was fitted, and are labels here
+    priors = [*args.prior, *([] if saved is None else _model_prior(saved))]
+    for name in priors:
         table.column(name)  # fail early, listing the columns, if one is missing
-    exclude = [*args.exclude, *args.prior, *_label_columns(table, args)]
-    feats = prepare_features(table, args.columns, exclude, args.categorical,
-                             args.standardize, args.drop_missing, args.prior)
+    roles = assign_columns(table, args.columns, getattr(args, "label_columns", []),
+                           args.exclude, priors)
+    if roles.note:
+        print(f"ctsne: note: {roles.note}", file=sys.stderr)
+    feats = prepare_features(table, roles.features, args.exclude, args.categorical,
+                             args.standardize, args.drop_missing, priors)
     table = table.take(feats.rows)
     for note in feats.notes:
         print(f"ctsne: note: {note}", file=sys.stderr)
     used = set() if table.matrix is not None else {n.split("=")[0] for n in feats.names}
     # text columns stay labels even when one-hot encoded as features (colour, prior)
     labels = {c: v for c, v in table.columns.items()
-              if c not in used or c in args.prior or v.dtype == object}
+              if c not in used or c in priors or v.dtype == object}
     session = Session(feats.X, feats.names, table.ids, labels)
     first = _first_map(args.embedding, table.ids) if args.embedding else None
+    method = getattr(args, "algorithm", None)
+    if saved is not None:
+        step, algorithm = _model_step(saved, args.model, table.ids, feats.names)
+        session.prior_arrays(step.prior)  # the model's prior columns must be in INPUT
+        session.add_step(step)
+        method = method or algorithm  # the page proposes the model's method next
     # only the options the user set: the library's defaults apply to the rest
     beta = set_options(beta=args.beta)
+    computed = first is None and args.session is None and not session.steps
     model = ConditionalTSNE(**set_options(
         beta=args.beta, perplexity=args.perplexity, n_iter=args.n_iter,
         early_exaggeration_iter=args.exaggeration_iter, random_state=args.seed,
-        n_jobs=args.threads), verbose=first is None and args.session is None)
-    if args.prior and first is None and args.session is None:
+        n_jobs=args.threads), verbose=computed)
+    if args.prior and computed:
         from ...prior import make_prior
 
         make_prior(session.prior_arrays(args.prior), session.n, **beta)
     return serve(session, model, args.prior, **beta, embedding=first,
                  session=args.session, out_dir=args.out, port=args.port,
                  open_browser=not args.no_browser, backend=args.backend,
-                 max_points=args.max_points, method=getattr(args, "algorithm", "tsne"))
+                 max_points=args.max_points, method=method or "tsne")
 
 
 def run(args) -> int:

@@ -43,7 +43,10 @@ def marker_legend_html(column: str, levels: Sequence[str], markers: Sequence[str
     """Which marker stands for which level of ``column`` (empty without a marker column)."""
     if not levels:
         return ""
-    items = "".join(f'<span style="white-space:nowrap;margin-right:8px">'
-                    f"{MARKER_SYMBOLS.get(m, '?')} {html.escape(str(v))}</span> "
+    # each item on one line while it fits the panel, broken anywhere when it does not
+    # (the symbol held to its level by a no-break space)
+    items = "".join(f'<span style="display:inline-block;max-width:100%;margin-right:8px;'
+                    f'overflow-wrap:anywhere">'
+                    f"{MARKER_SYMBOLS.get(m, '?')}&nbsp;{html.escape(str(v))}</span> "
                     for v, m in zip(levels, markers, strict=False))
     return f"<b>Markers</b> ({html.escape(column)}): {items}"

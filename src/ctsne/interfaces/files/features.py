@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .formats import DataError
-from .tables import Table
+from .tables import Table, suggest
 
 __all__ = ["Features", "prepare_features", "MAX_ONEHOT_LEVELS", "NUMERIC_AT_LEAST"]
 
@@ -60,8 +60,7 @@ def _match(patterns: Sequence[str], available: Sequence[str], what: str) -> list
         hits = fnmatch.filter(available, pat) if any(ch in pat for ch in "*?[") else (
             [pat] if pat in available else [])
         if not hits:
-            shown = ", ".join(repr(a) for a in list(available)[:20])
-            raise DataError(f"no {what} {pat!r} (available: {shown or 'none'})")
+            raise DataError(f"no {what} {pat!r}{suggest(pat, available)}")
         out.extend(h for h in hits if h not in out)
     return out
 

@@ -1,7 +1,10 @@
-"""Model files: a fitted :class:`~ctsne.ConditionalTSNE` pickled by ``ctsne embed --save-model``.
+"""Model files: a fitted :class:`~ctsne.ConditionalTSNE`, :class:`~ctsne.ConditionalUMAP`
+or :class:`~ctsne.ConditionalLargeVis` pickled by ``ctsne embed --save-model``.
 
-``embed --resume`` continues such a model and ``embed --reference`` places new rows into
-it; both load it with :func:`load_model`. What the command line stores with a model
+``embed --reference`` places new rows into any of them, ``explore --model`` opens its map,
+and ``embed --resume`` continues a ct-SNE one (a UMAP or LargeVis run ends with its
+learning rate decayed to zero, so there is nothing to continue: :func:`resumable` says
+so); all load it with :func:`load_model`. What the command line stores with a model
 beyond the estimator's own state (:func:`annotate`) is written in one place.
 
 Only load files you trust: unpickling runs code.
@@ -22,7 +25,12 @@ from .writing import atomic_path
 if TYPE_CHECKING:  # pragma: no cover
     from ...estimator.tsne import ConditionalTSNE
 
-__all__ = ["annotate", "load_model", "provenance", "save_model"]
+__all__ = ["METHODS", "annotate", "load_model", "method_of", "provenance", "resumable",
+           "save_model"]
+
+# estimator class -> (the --algorithm that makes it, its name in messages)
+METHODS = {"ConditionalTSNE": ("tsne", "ct-SNE"), "ConditionalUMAP": ("umap", "conditional UMAP"),
+           "ConditionalLargeVis": ("largevis", "conditional LargeVis")}
 
 # Models saved before ConditionalTSNE.describe_input existed carry these attributes instead
 # of ``input_provenance_``; :func:`provenance` reads both.
@@ -74,10 +82,41 @@ def provenance(model: ConditionalTSNE) -> dict:
             if hasattr(model, attr)}
 
 
+def method_of(model) -> tuple[str, str]:
+    """``(algorithm, name)`` of a fitted model: the ``--algorithm`` that makes it and its
+    name in messages (the estimator's class name for a subclass of the user's own)."""
+    for cls in type(model).__mro__:
+        if cls.__name__ in METHODS:
+            return METHODS[cls.__name__]
+    return "tsne", type(model).__name__
+
+
+def resumable(model, path) -> None:
+    """Raise DataError when ``model`` (loaded from ``path``) cannot be optimised further."""
+    algorithm, name = method_of(model)
+    if algorithm != "tsne":
+        raise DataError(
+            f"{path} holds a {name} map, which cannot be resumed: its SGD ran its whole "
+            "schedule, the learning rate decaying to zero, and more epochs would start a "
+            "new schedule rather than continue this one; fit again with a larger "
+            f"--n-epochs, or place new rows into the map with --reference {path}")
+
+
 def save_model(model: ConditionalTSNE, path: str | os.PathLike, force: bool = False) -> None:
-    """Pickle ``model`` to ``path`` atomically (an existing file only with ``force``)."""
+    """Pickle ``model`` to ``path`` atomically (an existing file only with ``force``).
+
+    The file holds the model with ``verbose=False`` (``model`` itself is left as it
+    is): a script that loads it to ``transform`` new points should not print the
+    progress that the command line showed.
+    """
+    quiet = model
+    if getattr(model, "verbose", False):
+        import copy
+
+        quiet = copy.copy(model)  # shallow: the arrays are shared, not copied
+        quiet.set_params(verbose=False)
     with atomic_path(path, force) as tmp, open(tmp, "wb") as fh:
-        pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(quiet, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load_model(path: str | os.PathLike, advice: str | None = None) -> ConditionalTSNE:
@@ -93,14 +132,14 @@ def load_model(path: str | os.PathLike, advice: str | None = None) -> Conditiona
 
     Returns
     -------
-    ConditionalTSNE
+    ConditionalTSNE, ConditionalUMAP or ConditionalLargeVis
 
     Raises
     ------
     DataError
         When the file cannot be unpickled or holds something else than a fitted model.
     """
-    from ...estimator.tsne import ConditionalTSNE
+    from ...estimator.base import ConditionalEmbedding
 
     try:
         with open(path, "rb") as fh:
@@ -111,7 +150,10 @@ def load_model(path: str | os.PathLike, advice: str | None = None) -> Conditiona
                         "give a file written by ctsne embed ... --save-model") from None
     except (OSError, AttributeError, ModuleNotFoundError) as exc:
         raise DataError(f"cannot load the model {path}: {exc}") from None
-    if not isinstance(model, ConditionalTSNE) or not hasattr(model, "embedding_"):
-        raise DataError(f"{path} is not a fitted ConditionalTSNE model"
-                        + (f" ({advice})" if advice else ""))
+    if not isinstance(model, ConditionalEmbedding) or not hasattr(model, "embedding_"):
+        what = ("an unfitted model" if isinstance(model, ConditionalEmbedding)
+                else f"a {type(model).__name__}")
+        raise DataError(f"{path} holds {what}, not a fitted ctsne model (ConditionalTSNE, "
+                        "ConditionalUMAP or ConditionalLargeVis)"
+                        + (f"; {advice}" if advice else ""))
     return model

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..._output import interruption_point
-from .formats import TEXT_FORMATS, DataError, file_format, open_text, require
+from .formats import EMBEDDING_KEYS, TEXT_FORMATS, DataError, file_format, open_text, require
 
 __all__ = [
     "MISSING_TOKENS",
@@ -29,6 +29,7 @@ __all__ = [
     "read_embedding",
     "read_ids",
     "read_table",
+    "suggest",
 ]
 
 # Tokens read as missing in text tables (a subset of pandas' defaults, plus "?" of UCI files).
@@ -70,9 +71,24 @@ class Table:
     def column(self, name: str) -> np.ndarray:
         """The column ``name``, with an error listing the available columns if absent."""
         if name not in self.columns:
-            have = ", ".join(repr(c) for c in list(self.columns)[:20]) or "none"
-            raise DataError(f"{self.path}: no column {name!r} (columns: {have})")
+            raise DataError(f"{self.path}: no column {name!r}{suggest(name, self.columns)}")
         return self.columns[name]
+
+
+def suggest(name: str, names) -> str:
+    """The end of a "no column NAME" message: the nearest names (a typo such as
+    ``bacth`` for ``batch``), then the names there are (the first 20)."""
+    import difflib
+
+    names = [str(n) for n in names]
+    near = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if not near:  # a different case (Batch for batch) is a typo too
+        lower = {n.lower(): n for n in names}
+        near = [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=3,
+                                                            cutoff=0.6)]
+    hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    have = ", ".join(repr(c) for c in names[:20]) + (" …" if len(names) > 20 else "")
+    return f"{hint} (columns: {have or 'none'})"
 
 
 def _text_column(values: np.ndarray) -> np.ndarray:
@@ -345,21 +361,48 @@ def read_ids(path: str | os.PathLike) -> np.ndarray:
     return np.array([ln for ln in lines if ln], dtype=str)
 
 
+def _embedding_key(path: Path, coords: Sequence[str] | None, obsm: str | None) -> str:
+    """The obsm key of the map in an .h5ad: ``obsm``, else ``coords`` if it names one key,
+    else the one of :data:`~.formats.EMBEDDING_KEYS` the file holds."""
+    if obsm is not None:
+        return obsm
+    if coords and len(coords) == 1:
+        return coords[0]
+    ad = require("h5ad", "reading")
+    try:  # backed: the keys without loading X
+        adata = ad.read_h5ad(path, backed="r")
+        keys = list(adata.obsm.keys())
+        adata.file.close()
+    except Exception as exc:  # h5py raises many types for a damaged file
+        raise DataError(f"{path}: cannot read as .h5ad: {exc}") from None
+    found = [k for k in EMBEDDING_KEYS.values() if k in keys]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise DataError(f"{path}: no map in obsm (looked for {', '.join(EMBEDDING_KEYS.values())}"
+                        f"; it holds {', '.join(keys) or 'none'}); name the key with "
+                        "--coords KEY")
+    raise DataError(f"{path} holds several maps ({', '.join(found)}); choose one with "
+                    "--coords KEY")
+
+
 def read_embedding(path: str | os.PathLike, coords: Sequence[str] | None = None,
-                   obsm: str = "X_ctsne") -> Table:
+                   obsm: str | None = None) -> Table:
     """Read an embedding written by ``ctsne embed`` (or any table of coordinates).
 
     The coordinates become ``matrix``: the columns ``coords``, else those named
     ``ctsne1``, ``ctsne2``, …, with ids from an ``id`` column; an ``.npy`` is the matrix
     itself; an ``.npz`` holds it as its 2-D array (``embedding``); an ``.h5ad`` as
-    ``obsm[obsm]``.
+    ``obsm[obsm]`` (default: ``coords`` if it is one key, else the one map of
+    :data:`~.formats.EMBEDDING_KEYS` it holds: ``X_ctsne``, ``X_cumap`` or
+    ``X_clargevis``).
 
     Parameters
     ----------
     path : path
     coords : sequence of str, optional
-        The coordinate columns of a table.
-    obsm : str
+        The coordinate columns of a table (the obsm key of an ``.h5ad``).
+    obsm : str, optional
         Where an ``.h5ad`` holds the embedding.
 
     Returns
@@ -368,7 +411,10 @@ def read_embedding(path: str | os.PathLike, coords: Sequence[str] | None = None,
         The coordinates as ``matrix``, the other columns as labels.
     """
     path = Path(path)
-    table = read_table(path, obsm=obsm if file_format(path) == "h5ad" else None)
+    h5ad = file_format(path) == "h5ad"
+    if h5ad and path.is_file():
+        obsm = _embedding_key(path, coords, obsm)
+    table = read_table(path, obsm=obsm if h5ad else None)
     if table.matrix is None:
         if "id" in table.columns:
             table.ids = _ids_from(table.columns.pop("id"), path, "id")

@@ -27,12 +27,13 @@ from ..._output import (
     remove_unfinished,
     track_outputs,
 )
-from .formats import TABLE_FORMATS, file_format, open_text, require
+from .formats import EMBEDDING_KEYS, TABLE_FORMATS, file_format, open_text, require
 
 if TYPE_CHECKING:  # pragma: no cover
     from .features import Features
 
 __all__ = [
+    "EMBEDDING_KEYS",
     "atomic_path",
     "check_output",
     "forget_finished",
@@ -93,14 +94,17 @@ def _text_out(col: np.ndarray) -> np.ndarray:
 
 def write_embedding(path: str | os.PathLike, Y: np.ndarray, ids: np.ndarray,
                     labels: dict[str, np.ndarray] | None = None, force: bool = False,
-                    adata: Any = None, features: Features | None = None) -> Path:
+                    adata: Any = None, features: Features | None = None,
+                    key: str = "X_ctsne", record: dict | None = None) -> Path:
     """Write an embedding with its row ids (and label columns) atomically.
 
-    CSV/TSV/Parquet: columns ``id``, ``ctsne1`` … ``ctsneD``, then ``labels``.
-    ``.npz``: arrays ``embedding``, ``ids`` and one per label. ``.npy``: the embedding
-    only (rows in input order; use .npz to keep ids). ``.h5ad``: the input AnnData
-    (``adata``, restricted to the embedded rows) or a new one holding ``features``, with
-    the embedding in ``obsm["X_ctsne"]``.
+    CSV/TSV/Parquet: columns ``id``, ``ctsne1`` … ``ctsneD`` (for every method), then
+    ``labels``. ``.npz``: arrays ``embedding``, ``ids`` and one per label. ``.npy``: the
+    embedding only (rows in input order; use .npz to keep ids). ``.h5ad``: the input
+    AnnData (``adata``, restricted to the embedded rows) or a new one holding
+    ``features``, with the embedding in ``obsm[key]`` and ``record`` in ``uns[key]``,
+    replacing what the input held there: a record left from an earlier map would
+    describe another map than the one beside it.
 
     Parameters
     ----------
@@ -115,6 +119,11 @@ def write_embedding(path: str | os.PathLike, Y: np.ndarray, ids: np.ndarray,
         The input's AnnData, for ``.h5ad`` output.
     features : Features, optional
         The embedded features, for a new ``.h5ad``.
+    key : str
+        The ``.h5ad`` keys (:data:`EMBEDDING_KEYS` by method).
+    record : dict, optional
+        JSON-able description of the map for ``uns[key]`` (as :func:`ctsne.tl.ctsne`
+        writes); without one an old ``uns[key]`` is removed.
 
     Returns
     -------
@@ -145,7 +154,11 @@ def write_embedding(path: str | os.PathLike, Y: np.ndarray, ids: np.ndarray,
             out = adata.copy() if adata is not None else _new_anndata(ad, ids, labels, features)
             if len(out) != len(Y):
                 raise ValueError(f"AnnData has {len(out)} rows for {len(Y)} embedded points")
-            out.obsm["X_ctsne"] = Y
+            out.obsm[key] = Y
+            if record is None:
+                out.uns.pop(key, None)
+            else:
+                out.uns[key] = record
             out.write_h5ad(tmp)
     return path
 
