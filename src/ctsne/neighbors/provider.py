@@ -195,7 +195,3 @@ class NeighborLists:
         """Whether standard lists merged from balanced lists found with ``class_trees``
         would be the standard search's own (:func:`ctsne.neighbors.merged.exact_merge`)."""
         return exact_merge(self.X, self.classes, k, self.method, self.metric)
-
-    def release(self) -> None:
-        """Forget every list (frees their memory before a large allocation)."""
-        self._own = self._known = self._balanced = None
