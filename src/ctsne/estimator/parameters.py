@@ -192,7 +192,7 @@ PARAMETERS: dict[str, Parameter] = {
         "got {value!r}"),
     "learning_rate": Parameter(
         "auto", 'float or "auto"',
-        '"auto" is ``max(n / (4·exaggeration), 50)`` per phase (factor-4 gradient).',
+        '"auto" is ``max(n / 4, 50) / exaggeration`` per phase (factor-4 gradient).',
         lambda v: (isinstance(v, str) and v == "auto") or (
             isinstance(v, numbers.Real) and v > 0),
         "learning_rate must be 'auto' or a positive number, got {value!r}"),

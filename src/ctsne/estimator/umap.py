@@ -138,8 +138,8 @@ class GraphEmbedding(ConditionalEmbedding):
     # ------------------------------------------------------------------ conventions
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # a seed fixes the map on one thread only: the SGD's updates race on several
-        tags.non_deterministic = self.n_jobs != 1
+        # a seed fixes the map on any number of threads (optimization/sgd.py)
+        tags.non_deterministic = False
         return tags
 
     # ------------------------------------------------------------------ fitting
@@ -276,8 +276,8 @@ class GraphEmbedding(ConditionalEmbedding):
         point would give them, starts at their weighted mean position and moves by the
         fit's SGD with the map held fixed: ``n_epochs_ // 3`` epochs (at least 30) at a
         quarter of the learning rate, as umap-learn's transform. New points do not
-        interact and their random draws are keyed by their own neighbour lists, so with
-        ``n_jobs=1`` a point's place does not depend on which points come with it.
+        interact and their random draws are keyed by their own neighbour lists, so a point's
+        place does not depend on which points come with it.
 
         Parameters
         ----------

@@ -147,8 +147,8 @@ def _affinities_row(modes: tuple[str, ...], doc: str) -> Parameter:
 _TAIL = {
     "random_state": Parameter(
         None, "int, Generator or None",
-        "Seeds the start, the approximate neighbour search and the SGD's sampling; with "
-        "``n_jobs=1`` a seed gives the same embedding bit for bit. None: a fresh seed.",
+        "Seeds the start, the approximate neighbour search and the SGD's sampling; a seed "
+        "gives the same embedding bit for bit on any number of threads. None: a fresh seed.",
         _random_state,
         "random_state must be None, an integer or a numpy Generator, got {value!r}"),
     "n_jobs": PARAMETERS["n_jobs"],

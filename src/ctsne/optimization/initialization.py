@@ -10,6 +10,13 @@ __all__ = ["initial_embedding"]
 
 # t-SNE starts from a tight layout so early exaggeration can form clusters freely.
 INIT_STD = 1e-4
+# Largest |coordinate| of a given start. t-SNE maps span up to ~10³ units (10⁶ points);
+# far beyond, the engines fail: the FFT grid, capped at fft.MAX_NODES, is too coarse for
+# the unit-width kernel (relative force error ~1 from ~10³, Z off by 6× at 10⁴, then
+# negative), Barnes-Hut's float32 offsets overflow when squared (Z NaN from ~10¹²), and the
+# exact kernel's sum rounds to Z = 0 (the gradient NaN). A fitted map passes; a start on
+# another scale is to be scaled down.
+MAX_INIT_COORD = 1e4
 
 
 def _principal_axes(X: np.ndarray, n_pc: int, classes: np.ndarray | None):
@@ -87,4 +94,14 @@ def initial_embedding(X: np.ndarray, n_components: int, init, random_state=None,
         )
     if not np.all(np.isfinite(Y)):
         raise ValueError("init array contains NaN or infinite values")
+    top = float(np.abs(Y).max()) if Y.size else 0.0
+    if top > MAX_INIT_COORD:
+        raise ValueError(
+            f"init array reaches |coordinate| {top:.3g}, beyond the {MAX_INIT_COORD:g} "
+            "units a t-SNE map can have; scale it down (t-SNE's own starts have standard "
+            f"deviation {INIT_STD:g}, a fitted map spans up to ~1000 units)")
+    if n > 1 and not np.any(Y.max(axis=0) > Y.min(axis=0)):
+        # every force between coinciding points is 0: nothing would ever move them apart
+        raise ValueError("init array puts every point at the same place; give distinct "
+                         "starting positions (or init='pca' or 'random')")
     return Y

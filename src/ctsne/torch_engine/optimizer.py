@@ -26,6 +26,7 @@ from ..optimization.optimizer import (
     MIN_GAIN,
     SCALE_FLOOR,
     SCALE_RESET_EXPONENT,
+    ExaggerationGuard,
     OptimizerState,
     RunResult,
     _interrupted,
@@ -52,9 +53,13 @@ def torch_step(Y, grad, update, gains, learning_rate: float, momentum: float,
     Y.sub_(Y.mean(0, keepdim=True))
 
 
+def _radius(Y) -> float:
+    return float(Y.abs().max()) if Y.numel() else 0.0
+
+
 def _keep_scale(Y, update) -> None:
     """The numba optimiser's power-of-two rescue of a map shrunk below SCALE_FLOOR."""
-    radius = float(Y.abs().max()) if Y.numel() else 0.0
+    radius = _radius(Y)
     if not 0.0 < radius < SCALE_FLOOR:
         return
     k = SCALE_RESET_EXPONENT - math.frexp(radius)[1]
@@ -85,6 +90,7 @@ def torch_gradient_descent(Y: np.ndarray, gradient, n_iter: int, learning_rate: 
     update = torch.as_tensor(state.update, device=dev).to(dt).clone()
     gains = torch.as_tensor(state.gains, device=dev).to(dt).clone()
     kl = None
+    guard = ExaggerationGuard(exaggeration, _radius(Yd))
     every = max(1, int(callbacks_every_iters))
     report = progress is not None
     stopped = interrupted = False
@@ -93,7 +99,9 @@ def torch_gradient_descent(Y: np.ndarray, gradient, n_iter: int, learning_rate: 
             for it in range(n_iter):
                 state.n_iter += 1
                 want_kl = (it + 1) % every == 0 and (bool(callbacks) or report)
-                grad, kl_now = gradient(Yd, exaggeration, want_kl)
+                if guard.watching:  # one device sync per iteration, early phase only
+                    guard.watch(_radius(Yd))
+                grad, kl_now = gradient(Yd, guard.exaggeration, want_kl)
                 torch_step(Yd, grad, update, gains, float(learning_rate), float(momentum),
                            float(min_gain), max_step_norm)
                 _keep_scale(Yd, update)
@@ -102,7 +110,7 @@ def torch_gradient_descent(Y: np.ndarray, gradient, n_iter: int, learning_rate: 
                 if kl_now is not None:
                     kl = kl_now
                     if _report(state, kl, progress, callbacks,
-                               lambda: Yd.to(torch.float64).cpu().numpy()):
+                               lambda: Yd.to(torch.float64).cpu().numpy(), guard):
                         stopped = True
                         break
                 if _interrupted(ctrl_c):
@@ -112,4 +120,5 @@ def torch_gradient_descent(Y: np.ndarray, gradient, n_iter: int, learning_rate: 
         Y[...] = Yd.to(torch.float64).cpu().numpy()
         state.update = update.to(torch.float64).cpu().numpy()
         state.gains = gains.to(torch.float64).cpu().numpy()
-    return RunResult(embedding=Y, kl=kl, stopped_by_callback=stopped, interrupted=interrupted)
+    return RunResult(embedding=Y, kl=kl, stopped_by_callback=stopped, interrupted=interrupted,
+                     exaggeration=guard.exaggeration)

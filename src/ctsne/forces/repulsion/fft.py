@@ -75,6 +75,14 @@ BOXES_PER_UNIT = {1: 1.25, 2: 0.8}
 # layout) loses accuracy instead of exhausting memory. In 2-D, 4096 nodes hold a span of
 # ~1,000 at full resolution (openTSNE spreads 10⁶ points over ~300) and peak near 2 GB.
 MAX_NODES = {1: 1 << 22, 2: 4096}
+# Spans below this (zero included) are flat: they keep the nominal spacing, which is as
+# exact as any there; a zero or subnormal span (one flat axis of rank-1 data, in the
+# engine choice's cost model) would overflow the ladder's exponent. Every span above it
+# gets its ladder step, whose exponent and inverse stay finite down to here (the step is
+# ~2^-1006, a normal number): the spacing stays relative to the span however small it
+# is, as a map shrunk under early exaggeration (to ~1e-28, SCALE_FLOOR) needs forces
+# accurate at its own scale.
+FLAT_SPAN = 2.0 ** -1000
 # Spread in tile order when the 2-D charge grid outgrows a core's L2 cache and there are
 # enough points for cache misses to matter.
 SORT_ABOVE_BYTES = 1 << 20
@@ -107,8 +115,9 @@ def grid_shape(
 
     The spacing is ``h / p`` for boxes of width ``h = 1 / boxes_per_unit``; a span of
     fewer than ``min_boxes`` boxes, or one that would need more than ``max_nodes`` nodes,
-    takes the nearest finer (coarser) spacing on a ladder of ratio 2^(1/8). A fixed set of
-    spacings lets successive calls reuse the kernel spectra.
+    takes the nearest finer (coarser) spacing on a ladder of ratio 2^(1/8); a span below
+    ``FLAT_SPAN`` (zero included) keeps ``h / p``. A fixed set of spacings lets successive
+    calls reuse the kernel spectra.
 
     Returns
     -------
@@ -119,6 +128,8 @@ def grid_shape(
         ``M ≥ n_nodes`` such that the circulant length ``2M`` is a fast FFT size.
     """
     span = np.asarray(span, dtype=np.float64)
+    if not np.all(np.isfinite(span)) or np.any(span < 0):
+        raise ValueError(f"grid_shape needs finite, non-negative spans, got {span}")
     if boxes_per_unit is None:
         boxes_per_unit = BOXES_PER_UNIT[len(span)]
     p = n_interp
@@ -128,8 +139,11 @@ def grid_shape(
     fine = span / (max(min_boxes, 1) * p)
     coarse = span / max(cap - 2 * p, 1)
     for k in range(len(span)):
-        if fine[k] < nominal:  # small span: the largest ladder step below span / min_boxes
-            delta[k] = nominal * 2.0 ** (-math.ceil(8 * math.log2(nominal / fine[k])) / 8)
+        # small span: the largest ladder step below span / min_boxes (logarithms apart:
+        # their ratio overflows for a span near FLAT_SPAN)
+        if span[k] >= FLAT_SPAN and fine[k] < nominal:
+            steps = math.ceil(8 * (math.log2(nominal) - math.log2(fine[k])))
+            delta[k] = nominal * 2.0 ** (-steps / 8)
         if coarse[k] > delta[k]:  # capped: the smallest ladder step that fits
             delta[k] = nominal * 2.0 ** (math.ceil(8 * math.log2(coarse[k] / nominal)) / 8)
     n_nodes = (np.floor(span / delta + (p - 1) // 2 + p / 2) + 1).astype(np.int64)
