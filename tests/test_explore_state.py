@@ -279,3 +279,17 @@ def test_legend_levels_in_natural_order():
     assert levels(np.array(["noise", "c10", "c2", "c0", "noise", "noise"], dtype=object))[1] \
         == ["c0", "c2", "c10", "noise"]
     assert levels(np.array([10.0, 2.0, np.nan, 2.0]))[1] == ["2", "10"]
+
+
+def test_refit_with_a_mode_object_builds_with_the_object_s_own_weight():
+    from ctsne.affinities import Balanced
+
+    X, g, h, labels = _data()
+    base = _small_model(beta=0.01, affinities=Balanced(within_weight=0.6)).fit(X)
+    model = fit_sharing_affinities(base, X, g, beta=0.05)
+    # independent route: a full fit with the name and the same weight
+    full = _small_model(beta=0.05, affinities="balanced", within_weight=0.6).fit(X, g)
+    assert model.affinities_ == full.affinities_ == "balanced"
+    assert abs(model.P_ - full.P_).max() < 1e-12
+    other = _small_model(beta=0.05, affinities="balanced", within_weight=0.9).fit(X, g)
+    assert abs(other.P_ - full.P_).max() > 1e-5  # the weight matters, so the check can fail

@@ -41,7 +41,13 @@ class SharedAffinities:
     def for_classes(self, model, X: np.ndarray, classes) -> tuple:
         """``(P, kind)`` for a fit of ``model`` with these joint prior classes: the shared
         P, or the P that ``model.affinities`` asks for (built once per prior)."""
-        mode = model.affinities
+        from ...affinities.options import mode_name
+
+        given = model.affinities
+        mode = mode_name(given)
+        # a mode object carries its own weight; a name takes the estimator's
+        weight = getattr(given, "within_weight", None) if not isinstance(given, str) \
+            else model.within_weight
         if classes is None or self.kind != "standard" or mode == "standard":
             return self.P, self.kind
         if mode == "auto":
@@ -49,18 +55,21 @@ class SharedAffinities:
 
             if not prior_mixing(self.P, classes).separates:
                 return self.P, "standard"
-            mode = "balanced"
-        key = (mode, model.within_weight, classes.tobytes())
+            mode = given = "balanced"
+        key = (mode, weight, classes.tobytes())
         if self._last is None or self._last[0] != key:
-            self._last = (key, _build(model, X, classes, mode).P)  # one kept: the last prior's
+            # one kept: the last prior's
+            self._last = (key, _build(model, X, classes, given, weight).P)
         return self._last[1], mode
 
 
-def _build(model, X: np.ndarray, classes, mode: str):
-    """The affinities a fit of ``model`` builds in this mode (same function, same P)."""
+def _build(model, X: np.ndarray, classes, mode, within_weight):
+    """The affinities a fit of ``model`` builds in this mode (a name or a mode object)."""
     from ...affinities.modes import input_affinities
 
-    return input_affinities(X, model.perplexity, classes, mode, model.within_weight,
+    if not isinstance(mode, str):
+        within_weight = None  # the object's own
+    return input_affinities(X, model.perplexity, classes, mode, within_weight,
                             neighbors=model.neighbors, metric=model.metric,
                             random_state=model.random_state, n_jobs=model.n_jobs)
 
