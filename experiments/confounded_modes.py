@@ -214,8 +214,67 @@ METHODS = {
     "cUMAP balanced": lambda d, s, sm: _cu(d, s, sm, affinities="balanced"),
     "Harmony → UMAP": lambda d, s, sm: _umap(_harmony(d, s), s, sm),
     "UMAP": lambda d, s, sm: _umap(d["X"], s, sm),
+    # conditioning on top of a linear correction: the map's repulsion still factors out
+    # what Harmony left of the batch (auto keeps the standard graph on every set here)
+    "Harmony → ctsne": lambda d, s, sm: _ct({**d, "X": _harmony(d, s)}, s, sm),
+    "Harmony → cUMAP": lambda d, s, sm: _cu({**d, "X": _harmony(d, s)}, s, sm),
 }
-SEED2 = ("ctsne auto", "ctsne auto β'=0.1", "ctsne auto β'=0.3", "cUMAP auto")
+SEED2 = ("ctsne auto", "ctsne auto β'=0.1", "ctsne auto β'=0.3", "cUMAP auto",
+         "Harmony → t-SNE", "Harmony → UMAP", "Harmony → ctsne", "Harmony → cUMAP")
+
+
+# --------------------------------------------------------------------------- counterparts
+def counterpart_scores(X, batch, k=10):
+    """Per point, the share of its k nearest points of each other batch that list it
+    among their k nearest of its batch (mutual nearest neighbours, as MNN and Scanorama
+    pair cells), the largest over the other batches, averaged over the point and its k
+    own-batch neighbours. Exact search (sklearn), for the sets here only."""
+    from sklearn.neighbors import NearestNeighbors
+
+    codes = np.unique(batch, return_inverse=True)[1]
+    idx = [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
+    lists = {}
+    for c, rows in enumerate(idx):
+        for e, cols in enumerate(idx):
+            kk = min(k + (c == e), len(cols))
+            found = NearestNeighbors(n_neighbors=kk).fit(X[cols]).kneighbors(
+                X[rows], return_distance=False)
+            lists[c, e] = cols[found[:, 1:] if c == e else found]
+    cross = np.zeros(len(X))
+    pos = np.empty(len(X), dtype=np.int64)
+    for rows in idx:
+        pos[rows] = np.arange(len(rows))
+    for c, rows in enumerate(idx):
+        for e in range(len(idx)):
+            if e == c:
+                continue
+            back = lists[e, c]
+            # row r's share: its cross-batch neighbours j whose own list back[pos[j]] holds it
+            share = (back[pos[lists[c, e]]] == rows[:, None, None]).any(axis=2).mean(axis=1)
+            cross[rows] = np.maximum(cross[rows], share)
+    smooth = cross.copy()
+    for c, rows in enumerate(idx):
+        smooth[rows] = (cross[rows] + cross[lists[c, c]].sum(1)) / (1 + lists[c, c].shape[1])
+    return smooth
+
+
+def counterpart_table(name, seed=0) -> str:
+    """The counterpart score per (batch, label) group, with whether that label exists in
+    another batch (a true counterpart)."""
+    d = DATASETS[name](np.random.default_rng(seed), False)
+    score = counterpart_scores(d["X"], d["batch"])
+    lines = [f"### {name}", "", "| batch | label | n | label in another batch | mean | 10 % | "
+             "90 % |", "|---|---|---|---|---|---|---|"]
+    for b in np.unique(d["batch"]):
+        for t in np.unique(d["label"]):
+            m = (d["batch"] == b) & (d["label"] == t)
+            if m.sum() < 5:
+                continue
+            shared = int(np.sum((d["batch"] != b) & (d["label"] == t)))
+            q = np.quantile(score[m], [0.1, 0.9])
+            lines.append(f"| {b} | {t} | {m.sum()} | {'yes' if shared else 'no'} | "
+                         f"{score[m].mean():.3f} | {q[0]:.3f} | {q[1]:.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _choice(model) -> str | None:
@@ -274,6 +333,18 @@ def _table(name, res, res2=None) -> str:
     return "\n".join(lines) + "\n"
 
 
+COUNTERPART_NOTE = """# Can mutual nearest neighbours tell a cell's counterpart in another batch?
+
+Per point: the share of its 10 nearest points of each other batch that list it among
+their 10 nearest of its batch (the largest over the other batches), averaged over the
+point and its 10 own-batch neighbours (`counterpart_scores` in
+`experiments/confounded_modes.py`). A rule that gives cross-batch weight only where a
+counterpart exists needs this score to be high where the label exists in another batch
+and low where it does not. Made by `experiments/confounded_modes.py --counterparts`.
+
+"""
+
+
 def main(argv=None):
     def extra(p):
         p.add_argument("--sets", nargs="*", default=list(DATASETS), choices=list(DATASETS))
@@ -282,18 +353,38 @@ def main(argv=None):
         p.add_argument("--fresh", action="store_true", help="ignore saved per-set JSON")
         p.add_argument("--write-only", action="store_true",
                        help="only rebuild the markdown from saved JSON")
+        p.add_argument("--add", action="store_true",
+                       help="run only the methods a saved JSON lacks, and merge them in")
+        p.add_argument("--counterparts", action="store_true",
+                       help="write results/confounded_counterparts.md and stop")
 
     args = C.parse_args(__doc__.split("\n")[0], argv, extra)
     import json
 
+    if args.counterparts:
+        path = args.out / "confounded_counterparts.md"
+        path.write_text(COUNTERPART_NOTE + "\n".join(counterpart_table(n, args.seed)
+                                                     for n in args.sets))
+        print(f"wrote {path}")
+        return
     tag = "_small" if args.small else ""
     for name in args.sets:
         for seed, only in ([(args.seed, None)]
                            + ([(args.seed + 1, SEED2)] if args.seed2 else [])):
             path = args.out / f"confounded_modes_{name}_s{seed}{tag}.json"
-            if path.exists() and not (args.fresh or args.write_only):
-                continue
             if args.write_only:
+                continue
+            if path.exists() and args.add:
+                saved = json.loads(path.read_text())
+                todo = [m for m in (only or METHODS) if m not in saved["scores"]]
+                if todo:
+                    print(f"{name}, seed {seed}: {', '.join(todo)}", flush=True)
+                    new = run_set(name, seed, args.small, todo)
+                    saved["scores"].update(new["scores"])
+                    saved["chose"].update(new["chose"])
+                    C.save_json(saved, path)
+                continue
+            if path.exists() and not args.fresh:
                 continue
             print(f"{name}, seed {seed}", flush=True)
             C.save_json(run_set(name, seed, args.small, only), path)
