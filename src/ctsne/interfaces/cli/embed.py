@@ -67,7 +67,8 @@ def embed(args: argparse.Namespace) -> int:
 
 
 # Options that only one family of maps has: t-SNE's optimiser, UMAP's graph and curve.
-_TSNE_ONLY = {"method": "--method", "n_iter": "--n-iter",
+_TSNE_ONLY = {"method": "--method", "n_iter": "--n-iter", "backend": "--backend",
+              "device": "--device",
               "exaggeration_iter": "--exaggeration-iter", "exaggeration": "--exaggeration"}
 # each method's name in messages and titles
 _NAMES = {"tsne": "t-SNE", "umap": "UMAP", "largevis": "LargeVis"}
@@ -79,6 +80,9 @@ _ONLY_FOR = {"n_neighbors": ("--n-neighbors", ("umap",)), "min_dist": ("--min-di
 def _check_algorithm_options(args: argparse.Namespace) -> None:
     """Refuse, before any work, an option the chosen --algorithm does not have."""
     algorithm = args.algorithm
+    if args.device is not None and args.backend != "torch":
+        raise DataError(f"--device {args.device} chooses the torch engine's device; add "
+                        "--backend torch")
     for attr, (flag, algorithms) in _ONLY_FOR.items():
         if getattr(args, attr) is not None and algorithm not in algorithms:
             raise DataError(f"{flag} is an option of --algorithm {' or '.join(algorithms)}, "
@@ -102,7 +106,7 @@ def _tsne_options(args: argparse.Namespace) -> dict:
         alpha=args.alpha, combine=args.combine, method=args.method, n_iter=args.n_iter,
         affinities=args.affinities, within_weight=args.within_weight,
         early_exaggeration_iter=args.exaggeration_iter, exaggeration=args.exaggeration,
-        random_state=args.seed, n_jobs=args.threads)
+        backend=args.backend, device=args.device, random_state=args.seed, n_jobs=args.threads)
 
 
 def _graph_options(args: argparse.Namespace) -> dict:

@@ -168,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("auto", "exact", "bh", "fft"),
                    help="repulsion engine: exact O(n²), Barnes-Hut, FFT interpolation, or "
                    "auto: chosen by size (default)")
+    p.add_argument("--backend", choices=("numba", "torch"),
+                   help="t-SNE engine: numba on the CPU (default), or torch: the whole fit "
+                   "(neighbours, affinities, optimisation) on a PyTorch device (pip install "
+                   "torch)")
+    p.add_argument("--device", metavar="DEVICE", help="with --backend torch: cpu, cuda or "
+                   "cuda:N (default: CUDA where torch sees one, else the CPU)")
     p.add_argument("--n-iter", type=int, help="iterations after early "
                    "exaggeration (with --resume: further iterations)")
     p.add_argument("--exaggeration-iter", type=int, metavar="N", help="iterations of early "

@@ -80,6 +80,11 @@ def load_for_resume(args, X: np.ndarray, prior, note, model=None) -> Conditional
     if args.method is not None and args.method != model.method:
         changes.append(f"--method {args.method}")
         model.set_params(method=args.method)
+    for flag, name in (("--backend", "backend"), ("--device", "device")):
+        value = getattr(args, name, None)
+        if value is not None and value != getattr(model, name):
+            changes.append(f"{flag} {value}")
+            model.set_params(**{name: value})
     if args.beta is not None or args.alpha is not None:
         model.set_params(beta=args.beta, alpha=args.alpha)
     if args.combine is not None:
