@@ -96,7 +96,7 @@ def shared_affinities(base, X: np.ndarray) -> SharedAffinities:
     if P is not None:
         shared = SharedAffinities(P, getattr(base, "affinities_", "standard"))
     else:
-        shared = SharedAffinities(_build(base, X, None, "standard").P, "standard")
+        shared = SharedAffinities(_build(base, X, None, "standard", None).P, "standard")
     _SHARED[base] = shared
     return shared
 
