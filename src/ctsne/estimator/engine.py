@@ -67,9 +67,12 @@ class TorchEngine(NumbaEngine):
         return built
 
     def gradient(self, P, prior, n_components, method, theta):
+        from ..torch_engine.distributed import Shard
         from ..torch_engine.gradient import TorchGradient
 
-        return TorchGradient(P, prior, n_components, method, self.device, self.dtype)
+        # inside a torch.distributed group of several processes, each computes its block
+        return TorchGradient(P, prior, n_components, method, self.device, self.dtype,
+                             shard=Shard.current())
 
     def descend(self, *args, **kwargs):
         from ..torch_engine.optimizer import torch_gradient_descent

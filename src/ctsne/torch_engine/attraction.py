@@ -26,16 +26,20 @@ class DeviceAttraction:
 
     Parameters
     ----------
-    P : scipy csr_matrix (n, n)
+    P : scipy csr_matrix (n, n), or rows ``first_row …`` of it (m, n)
         Symmetric, so row i lists all of i's partners.
     device : torch.device
     dtype : torch dtype
         Of the embedding (P's values are held in it too).
+    first_row : int, default 0
+        The point of P's first row: a block of rows gives the forces on those points
+        only (:mod:`ctsne.torch_engine.distributed`), from the whole embedding.
     """
 
-    def __init__(self, P: sp.csr_matrix, device, dtype):
+    def __init__(self, P: sp.csr_matrix, device, dtype, first_row: int = 0):
         torch = load_torch()
-        self.n = P.shape[0]
+        self.m, self.n = P.shape
+        self.first = int(first_row)
         # P's own index type (int32 wherever it fits, as both engines build P): half the
         # index bytes each gradient reads, and cuSPARSE's 32-bit product
         itype = np.result_type(P.indptr, P.indices)
@@ -44,22 +48,23 @@ class DeviceAttraction:
         self.p64 = torch.as_tensor(P.data, dtype=torch.float64, device=device)
         self.p = self.p64.to(dtype)
         self.row = torch.repeat_interleave(
-            torch.arange(self.n, device=device, dtype=self.col.dtype),
+            torch.arange(self.first, self.first + self.m, device=device, dtype=self.col.dtype),
             (self.crow[1:] - self.crow[:-1]).to(torch.int64))
 
     def __call__(self, Y, want_log: bool = False):
-        """``(F, Σ p log t)``; the second is 0.0 unless ``want_log``."""
+        """``(F, Σ p log t)`` for P's rows (F: (m, d)); the second is 0.0 unless
+        ``want_log``."""
         torch = load_torch()
         diff = Y.index_select(0, self.row) - Y.index_select(0, self.col)
         d2 = (diff * diff).sum(1)
         q = self.p / (1.0 + d2)
         with warnings.catch_warnings():  # torch calls its CSR support "beta"
             warnings.simplefilter("ignore", UserWarning)
-            Q = torch.sparse_csr_tensor(self.crow, self.col, q, (self.n, self.n),
+            Q = torch.sparse_csr_tensor(self.crow, self.col, q, (self.m, self.n),
                                         check_invariants=False)
         ones = torch.ones((self.n, 1), dtype=Y.dtype, device=Y.device)
         sums = Q @ torch.cat([Y, ones], 1)
-        F = Y * sums[:, -1:] - sums[:, :-1]
+        F = Y[self.first:self.first + self.m] * sums[:, -1:] - sums[:, :-1]
         plogt = 0.0
         if want_log:
             plogt = -(self.p64 * torch.log1p(d2.to(torch.float64))).sum()

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from ..prior import Prior, PriorTerm
 from .attraction import DeviceAttraction
 from .device import TORCH_METHODS, load_torch
+from .distributed import Shard
 from .repulsion import FFTRepulsion, Groups, exact_repulsion
 
 __all__ = ["EXACT_UP_TO", "TorchGradient", "choose_method"]
@@ -52,6 +53,10 @@ class TorchGradient:
     device : torch.device
     dtype : torch dtype
         Of the embedding and the forces.
+    shard : Shard, optional
+        This process's block of points in a process group
+        (:mod:`ctsne.torch_engine.distributed`): it computes its rows' forces and the
+        gradient is gathered whole. None: one process.
 
     Attributes
     ----------
@@ -62,11 +67,16 @@ class TorchGradient:
     """
 
     def __init__(self, P: sp.csr_matrix, prior: Prior | None, d: int, method: str,
-                 device, dtype):
+                 device, dtype, shard: Shard | None = None):
         torch = load_torch()
         n = P.shape[0]
-        self.device, self.dtype = device, dtype
-        self.attraction = DeviceAttraction(P, device, dtype)
+        self.device, self.dtype, self.shard = device, dtype, shard
+        self.rows = (0, n) if shard is None else shard.bounds(n)
+        if shard is not None:
+            shard.check_same(P.nnz, float(P.data.sum()), what="affinities P")
+        lo, hi = self.rows
+        self.attraction = DeviceAttraction(P[lo:hi] if shard is not None else P, device,
+                                           dtype, first_row=lo)
         terms = prior.terms() if prior is not None else [PriorTerm(1.0, None, 1)]
         self.groups = Groups(terms, n, device)
         self.engine = choose_method(method, n, d, device)
@@ -77,7 +87,10 @@ class TorchGradient:
         # Σ p log p − Σ p log w over P's non-zeros, once
         a = self.attraction
         logw = torch.log(self.groups.weights_of_pairs(a.row, a.col))
-        self.constant = float((a.p64 * (torch.log(a.p64) - logw)).sum())
+        constant = (a.p64 * (torch.log(a.p64) - logw)).sum()
+        if shard is not None:  # over every process's rows
+            shard.all_reduce(constant)
+        self.constant = float(constant)
         self.timings = {"attraction": 0.0, "repulsion": 0.0}
 
     def _sync(self) -> None:
@@ -90,14 +103,23 @@ class TorchGradient:
         attr, plogt = self.attraction(Y, want_kl)
         self._sync()
         t1 = time.perf_counter()
+        lo, hi = self.rows
+        shard = self.shard
         if self._fft is not None:
-            rep, S = self._fft(Y)
-        else:
+            rep, S = (self._fft(Y) if shard is None
+                      else self._fft(Y, self.rows, shard.all_reduce))
+        else:  # whole on every process (the exact kernel is for small maps)
             rep, S = exact_repulsion(Y, self.groups, self._W)
+            rep = rep[lo:hi]
         self._sync()
         self.timings["attraction"] += t1 - t0
         self.timings["repulsion"] += time.perf_counter() - t1
         grad = 4.0 * (exaggeration * attr - rep / S.to(Y.dtype))
+        if shard is not None:
+            grad = shard.gather_rows(grad, Y.shape[0])
+            if want_kl:
+                plogt = torch.as_tensor(plogt, dtype=torch.float64, device=Y.device).clone()
+                shard.all_reduce(plogt)
         kl = None
         if want_kl:
             kl = self.constant - float(plogt) + float(torch.log(S))

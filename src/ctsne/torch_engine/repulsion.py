@@ -280,11 +280,18 @@ class FFTRepulsion:
                             ac[:, 1].to(torch.float64), t)
 
     # ---------------------------------------------------------------- evaluation
-    def __call__(self, Y):
-        """``(F, S)``: the weighted repulsion (n, d) and normaliser (float64 scalar)."""
+    def __call__(self, Y, rows: tuple[int, int] | None = None, reduce=None):
+        """``(F, S)``: the weighted repulsion (n, d) and normaliser (float64 scalar).
+
+        ``rows = (lo, hi)``: only points lo … hi − 1 spread their charges and get their
+        forces (F is (hi − lo, d)); ``reduce(tensor)`` then sums the charges and the
+        self-pairs over the processes in place (:mod:`ctsne.torch_engine.distributed`),
+        so that every process transforms the whole grid. The grid follows all of Y.
+        """
         torch = load_torch()
         g = self.groups
         n, d = Y.shape
+        lo, hi = (0, n) if rows is None else rows
         dev, dt = Y.device, Y.dtype
         origin_h, delta_h, n_nodes_h, half = self._plan(Y)
         shape = tuple(int(2 * h) for h in half)
@@ -296,12 +303,16 @@ class FFTRepulsion:
         charges = torch.zeros(G * int(np.prod(shape)), dtype=dt, device=dev)
         z_self = torch.zeros(G, dtype=torch.float64, device=dev)
         for t in range(g.member.shape[0]):
-            for s in range(0, n, POINT_CHUNK):
-                gid = g.member[t, s:s + POINT_CHUNK]
-                start, w = self._stencils(Y[s:s + POINT_CHUNK], gid, origin, inv_delta, last)
+            for s in range(lo, hi, POINT_CHUNK):
+                e = min(s + POINT_CHUNK, hi)
+                gid = g.member[t, s:e]
+                start, w = self._stencils(Y[s:e], gid, origin, inv_delta, last)
                 flat = self._flat(gid, start, shape)
                 charges.index_add_(0, flat.reshape(-1), self._outer(w).reshape(-1))
                 z_self.index_add_(0, gid, self._self_pairs(w, delta[gid]))
+        if reduce is not None:
+            reduce(charges)
+            reduce(z_self)
         dims = tuple(range(1, d + 1))
         C = torch.fft.rfftn(charges.view(G, *shape), dim=dims)
         del charges
@@ -324,13 +335,14 @@ class FFTRepulsion:
         pot = torch.fft.irfftn(pot_spec, s=shape, dim=tuple(range(2, d + 2)))
         del pot_spec
         pot = pot.reshape(G, d, -1).permute(0, 2, 1).reshape(-1, d)
-        F = torch.zeros_like(Y)
+        F = torch.zeros((hi - lo, d), dtype=dt, device=dev)
         # the stencils again (cheaper than keeping n·p^d indices per term in memory)
         for t in range(g.member.shape[0]):
-            for s in range(0, n, POINT_CHUNK):
-                gid = g.member[t, s:s + POINT_CHUNK]
-                start, w = self._stencils(Y[s:s + POINT_CHUNK], gid, origin, inv_delta, last)
+            for s in range(lo, hi, POINT_CHUNK):
+                e = min(s + POINT_CHUNK, hi)
+                gid = g.member[t, s:e]
+                start, w = self._stencils(Y[s:e], gid, origin, inv_delta, last)
                 vals = pot[self._flat(gid, start, shape)]  # (chunk, p^d, d)
-                F[s:s + len(gid)] += g.coefs[t] * (self._outer(w)[..., None] * vals).sum(1)
+                F[s - lo:e - lo] += g.coefs[t] * (self._outer(w)[..., None] * vals).sum(1)
         Z = z_all / float(np.prod(shape)) - z_self
         return F, (g.coef * Z).sum()
