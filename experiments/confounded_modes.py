@@ -32,7 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
-from integration import _harmony  # noqa: E402  (the same Harmony peer as integration.py)
+
+# the same peers as integration.py
+from integration import _bbknn_umap, _combat, _harmony, _scanorama  # noqa: E402
 
 from ctsne.metrics import integration_score  # noqa: E402
 
@@ -218,9 +220,14 @@ METHODS = {
     # what Harmony left of the batch (auto keeps the standard graph on every set here)
     "Harmony → ctsne": lambda d, s, sm: _ct({**d, "X": _harmony(d, s)}, s, sm),
     "Harmony → cUMAP": lambda d, s, sm: _cu({**d, "X": _harmony(d, s)}, s, sm),
+    # the other workflows of integration.py, on the same PCs (these sets have no counts)
+    "Scanorama → t-SNE": lambda d, s, sm: _tsne(_scanorama({**d, "expr": d["X"]}, s), s, sm),
+    "ComBat → t-SNE": lambda d, s, sm: _tsne(_combat({**d, "expr": d["X"]}, s), s, sm),
+    "BBKNN → UMAP": lambda d, s, sm: (_bbknn_umap(d, s, sm), None),
 }
 SEED2 = ("ctsne auto", "ctsne auto β'=0.1", "ctsne auto β'=0.3", "cUMAP auto",
-         "Harmony → t-SNE", "Harmony → UMAP", "Harmony → ctsne", "Harmony → cUMAP")
+         "Harmony → t-SNE", "Harmony → UMAP", "Harmony → ctsne", "Harmony → cUMAP",
+         "Scanorama → t-SNE", "ComBat → t-SNE", "BBKNN → UMAP")
 
 
 # --------------------------------------------------------------------------- counterparts
