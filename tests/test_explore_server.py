@@ -527,3 +527,26 @@ def test_cli_first_map_in_the_background_with_the_chosen_algorithm(tmp_path, cap
         assert not page.go.disabled and np.isfinite(step.embedding).all()
     finally:
         handle.stop()
+
+
+def test_cli_explore_chooses_the_torch_engine_for_its_maps(tmp_path, monkeypatch):
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n" + "".join(f"{i % 7},{i % 5}\n" for i in range(30)))
+    seen = {}
+
+    def capture(*args, **kw):  # stands in for serving the page: (session, model, …)
+        seen["model"] = args[1]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pkg, "serve", capture)
+    # main reports the interruption as a Ctrl-C would be; the model was made before
+    main(["explore", str(data), "--engine", "torch", "--device", "cpu", "--no-browser",
+          "--out", str(tmp_path / "out")])
+    assert (seen["model"].backend, seen["model"].device) == ("torch", "cpu")
+
+
+def test_cli_explore_refuses_a_device_without_the_torch_engine(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n1,2\n3,4\n5,7\n")
+    assert main(["explore", str(data), "--device", "cuda", "--no-browser"]) == 2
+    assert "--engine torch" in capsys.readouterr().err

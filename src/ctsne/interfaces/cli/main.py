@@ -320,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "(faster where WebGL runs in software); auto (default): WebGL where the "
                    "browser has a hardware WebGL renderer, else the canvas; the page has a "
                    "switch")
+    p.add_argument("--engine", choices=("numba", "torch"),
+                   help="the t-SNE maps' engine: numba on the CPU (default) or torch on a "
+                   "PyTorch device (pip install torch); --backend is how the page draws")
+    p.add_argument("--device", metavar="DEVICE", help="with --engine torch: cpu, cuda or "
+                   "cuda:N (default: CUDA where torch sees one, else the CPU)")
     p.add_argument("--algorithm", choices=("tsne", "umap", "largevis"),
                    help="method of the first map and the page's default for the next: "
                    "ct-SNE (default; with --model the model's), conditional UMAP or "

@@ -117,6 +117,10 @@ def start(args):
     from .session import Session
 
     require_bokeh()  # before reading a large file
+    engine, device = getattr(args, "engine", None), getattr(args, "device", None)
+    if device is not None and engine != "torch":
+        raise DataError(f"--device {device} chooses the torch engine's device; add "
+                        "--engine torch")
     given = [f for f in ("embedding", "model", "session") if getattr(args, f, None)]
     if len(given) > 1:
         raise DataError(f"give one of --embedding, --model and --session, not "
@@ -162,8 +166,8 @@ def start(args):
     computed = first is None and args.session is None and not session.steps
     model = ConditionalTSNE(**set_options(
         beta=args.beta, perplexity=args.perplexity, n_iter=args.n_iter,
-        early_exaggeration_iter=args.exaggeration_iter, random_state=args.seed,
-        n_jobs=args.threads), verbose=computed)
+        early_exaggeration_iter=args.exaggeration_iter, backend=engine, device=device,
+        random_state=args.seed, n_jobs=args.threads), verbose=computed)
     if args.prior and computed:
         from ...prior import make_prior
 
