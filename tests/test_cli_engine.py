@@ -49,3 +49,11 @@ def test_the_torch_engine_is_t_sne_s_only(table, capsys):
     assert main(["embed", str(d / "in.csv"), "--algorithm", "umap", "--backend", "torch",
                  "-o", str(d / "u.csv"), "-q"]) == 2
     assert "--backend is an option of t-SNE" in capsys.readouterr().err
+
+
+def test_a_bad_device_is_named_as_the_option(table, capsys):
+    d, _, _ = table
+    assert main(["embed", str(d / "in.csv"), "--backend", "torch", "--device", "gpu",
+                 "-o", str(d / "g.csv"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--device must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'" in err and "None" not in err

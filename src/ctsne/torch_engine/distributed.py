@@ -56,8 +56,11 @@ class Shard:
         """``(lo, hi)``: the points of ``rank`` (this one by default) among ``n``, in
         blocks of ``ceil(n / world)``."""
         r = self.rank if rank is None else rank
-        size = -(-n // self.world)
+        size = self._block(n)
         return min(n, r * size), min(n, (r + 1) * size)
+
+    def _block(self, n: int) -> int:
+        return -(-n // self.world)
 
     def all_reduce(self, tensor) -> None:
         """Sum ``tensor`` over the processes, in place."""
@@ -67,8 +70,8 @@ class Shard:
         """The (n, ...) tensor made of every process's block of rows (this one's is
         ``block``)."""
         torch = load_torch()
-        size = -(-n // self.world)
-        padded = torch.zeros((size, *block.shape[1:]), dtype=block.dtype, device=block.device)
+        padded = torch.zeros((self._block(n), *block.shape[1:]), dtype=block.dtype,
+                             device=block.device)
         padded[:len(block)] = block
         parts = [torch.empty_like(padded) for _ in range(self.world)]
         torch.distributed.all_gather(parts, padded, group=self.group)

@@ -106,8 +106,7 @@ class TorchGradient:
         lo, hi = self.rows
         shard = self.shard
         if self._fft is not None:
-            rep, S = (self._fft(Y) if shard is None
-                      else self._fft(Y, self.rows, shard.all_reduce))
+            rep, S = self._fft(Y, self.rows, None if shard is None else shard.all_reduce)
         else:  # whole on every process (the exact kernel is for small maps)
             rep, S = exact_repulsion(Y, self.groups, self._W)
             rep = rep[lo:hi]

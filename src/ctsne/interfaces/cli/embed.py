@@ -15,7 +15,7 @@ from pathlib import Path
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
 from . import defaults
 from .interrupt import CtrlC
-from .shared import FLAGS, fmt, note, report_features
+from .shared import FLAGS, check_device, fmt, note, report_features
 
 __all__ = ["embed"]
 
@@ -80,9 +80,7 @@ _ONLY_FOR = {"n_neighbors": ("--n-neighbors", ("umap",)), "min_dist": ("--min-di
 def _check_algorithm_options(args: argparse.Namespace) -> None:
     """Refuse, before any work, an option the chosen --algorithm does not have."""
     algorithm = args.algorithm
-    if args.device is not None and args.backend != "torch":
-        raise DataError(f"--device {args.device} chooses the torch engine's device; add "
-                        "--backend torch")
+    check_device(args.device, args.backend, "--backend")
     for attr, (flag, algorithms) in _ONLY_FOR.items():
         if getattr(args, attr) is not None and algorithm not in algorithms:
             raise DataError(f"{flag} is an option of --algorithm {' or '.join(algorithms)}, "

@@ -18,8 +18,8 @@ from ..files.formats import FIGURE_FORMATS, TABLE_FORMATS, DataError
 if TYPE_CHECKING:  # pragma: no cover
     from ..files.tables import Table
 
-__all__ = ["FLAGS", "aligned", "check_table_and_plot", "cli_wording", "fmt", "note",
-           "report_features", "warn"]
+__all__ = ["FLAGS", "aligned", "check_device", "check_table_and_plot", "cli_wording", "fmt",
+           "note", "report_features", "warn"]
 
 # The estimators' parameters that options set, by the option that sets them: messages
 # name the option (cli_wording), and the option checks name it too.
@@ -28,7 +28,8 @@ FLAGS = {"n_components": "--dims", "perplexity": "--perplexity", "beta": "--beta
          "n_iter": "--n-iter", "affinities": "--affinities",
          "within_weight": "--within-weight", "early_exaggeration_iter": "--exaggeration-iter",
          "exaggeration": "--exaggeration", "random_state": "--seed", "n_jobs": "--threads",
-         "n_neighbors": "--n-neighbors", "min_dist": "--min-dist", "n_epochs": "--n-epochs"}
+         "n_neighbors": "--n-neighbors", "min_dist": "--min-dist", "n_epochs": "--n-epochs",
+         "backend": "--backend", "device": "--device"}
 _QUOTED = r"'[^']*'(?: or '[^']*')*"  # 'bh' or 'exact'
 
 
@@ -66,6 +67,14 @@ def cli_wording(message: str) -> str:
     if first is not None:
         message = message.replace("leave it None", f"leave out {first}")
     return message
+
+
+def check_device(device: str | None, engine: str | None, flag: str) -> None:
+    """Refuse ``--device`` without the torch engine (chosen by ``flag``: embed's
+    ``--backend``, explore's ``--engine``), before any work."""
+    if device is not None and engine != "torch":
+        raise DataError(f"--device {device} chooses the torch engine's device; add "
+                        f"{flag} torch")
 
 
 def note(args: argparse.Namespace, message: str) -> None:

@@ -109,6 +109,7 @@ def start(args):
     columns are features)."""
     from ...estimator.tsne import ConditionalTSNE
     from ..cli.defaults import set_options
+    from ..cli.shared import check_device
     from ..files.columns import assign_columns
     from ..files.features import prepare_features
     from ..files.formats import DataError
@@ -118,9 +119,7 @@ def start(args):
 
     require_bokeh()  # before reading a large file
     engine, device = getattr(args, "engine", None), getattr(args, "device", None)
-    if device is not None and engine != "torch":
-        raise DataError(f"--device {device} chooses the torch engine's device; add "
-                        "--engine torch")
+    check_device(device, engine, "--engine")
     given = [f for f in ("embedding", "model", "session") if getattr(args, f, None)]
     if len(given) > 1:
         raise DataError(f"give one of --embedding, --model and --session, not "

@@ -36,40 +36,35 @@ class SharedAffinities:
     def __init__(self, P, kind: str):
         self.P = P
         self.kind = kind
-        self._last: tuple | None = None  # ((mode, within_weight, classes bytes), P)
+        self._last: tuple | None = None  # ((the mode's repr, classes bytes), P)
 
     def for_classes(self, model, X: np.ndarray, classes) -> tuple:
         """``(P, kind)`` for a fit of ``model`` with these joint prior classes: the shared
         P, or the P that ``model.affinities`` asks for (built once per prior)."""
-        from ...affinities.options import mode_name
+        from ...affinities.modes import Balanced, resolve_mode
 
-        given = model.affinities
-        mode = mode_name(given)
-        # a mode object carries its own weight; a name takes the estimator's
-        weight = getattr(given, "within_weight", None) if not isinstance(given, str) \
-            else model.within_weight
-        if classes is None or self.kind != "standard" or mode == "standard":
+        # a mode object with its weight: a name takes the estimator's within_weight
+        mode = resolve_mode(model.affinities, model.within_weight)
+        if classes is None or self.kind != "standard" or mode.name == "standard":
             return self.P, self.kind
-        if mode == "auto":
+        if mode.name == "auto":
             from ...affinities.mixing import prior_mixing
 
             if not prior_mixing(self.P, classes).separates:
                 return self.P, "standard"
-            mode = given = "balanced"
-        key = (mode, weight, classes.tobytes())
+            mode = Balanced(within_weight=mode.within_weight)
+        key = (repr(mode), classes.tobytes())
         if self._last is None or self._last[0] != key:
             # one kept: the last prior's
-            self._last = (key, _build(model, X, classes, given, weight).P)
-        return self._last[1], mode
+            self._last = (key, _build(model, X, classes, mode).P)
+        return self._last[1], mode.name
 
 
-def _build(model, X: np.ndarray, classes, mode, within_weight):
-    """The affinities a fit of ``model`` builds in this mode (a name or a mode object)."""
+def _build(model, X: np.ndarray, classes, mode):
+    """The affinities a fit of ``model`` builds in ``mode`` (a name or a mode object)."""
     from ...affinities.modes import input_affinities
 
-    if not isinstance(mode, str):
-        within_weight = None  # the object's own
-    return input_affinities(X, model.perplexity, classes, mode, within_weight,
+    return input_affinities(X, model.perplexity, classes, mode, None,
                             neighbors=model.neighbors, metric=model.metric,
                             random_state=model.random_state, n_jobs=model.n_jobs)
 
@@ -96,7 +91,7 @@ def shared_affinities(base, X: np.ndarray) -> SharedAffinities:
     if P is not None:
         shared = SharedAffinities(P, getattr(base, "affinities_", "standard"))
     else:
-        shared = SharedAffinities(_build(base, X, None, "standard", None).P, "standard")
+        shared = SharedAffinities(_build(base, X, None, "standard").P, "standard")
     _SHARED[base] = shared
     return shared
 
