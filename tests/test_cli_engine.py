@@ -1,9 +1,9 @@
-"""``ctsne embed --backend torch --device cpu`` chooses the engine (issue 52, item 2)."""
+"""``ctsne embed --backend torch --device cpu`` chooses the engine of every algorithm."""
 
 import numpy as np
 import pytest
 
-from ctsne import ConditionalTSNE
+from ctsne import ConditionalLargeVis, ConditionalTSNE, ConditionalUMAP
 from ctsne.interfaces.cli.main import main
 from ctsne.interfaces.files import tables, writing
 
@@ -44,11 +44,18 @@ def test_device_without_the_torch_engine_is_refused(table, capsys):
     assert not (d / "x.csv").exists()
 
 
-def test_the_torch_engine_is_t_sne_s_only(table, capsys):
-    d, _, _ = table
-    assert main(["embed", str(d / "in.csv"), "--algorithm", "umap", "--backend", "torch",
-                 "-o", str(d / "u.csv"), "-q"]) == 2
-    assert "--backend is an option of t-SNE" in capsys.readouterr().err
+@pytest.mark.parametrize("algorithm,cls", [("umap", ConditionalUMAP),
+                                           ("largevis", ConditionalLargeVis)])
+def test_every_algorithm_runs_on_the_torch_engine(table, algorithm, cls):
+    d, X, batch = table
+    out = d / f"{algorithm}.csv"
+    assert main(["embed", str(d / "in.csv"), "--prior", "batch", "--algorithm", algorithm,
+                 "--backend", "torch", "--device", "cpu", "--seed", "3", "--n-epochs", "40",
+                 "-o", str(out), "-q"]) == 0
+    cols = tables.read_table(out).columns
+    Y_cli = np.column_stack([cols["ctsne1"], cols["ctsne2"]])
+    Y = cls(backend="torch", device="cpu", random_state=3, n_epochs=40).fit_transform(X, batch)
+    np.testing.assert_allclose(Y_cli, Y, rtol=1e-6, atol=1e-6)
 
 
 def test_a_bad_device_is_named_as_the_option(table, capsys):

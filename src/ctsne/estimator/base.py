@@ -23,6 +23,7 @@ from .._progress import progress_bar
 from ..affinities.modes import Affinities, AffinityMode, resolve_mode, warn_if_separated
 from ..neighbors.provider import NeighborLists
 from ..prior import Prior, make_prior
+from .engine import NumbaEngine, choose_engine
 from .parameters import Parameter
 from .validation import DescribedInput
 
@@ -80,6 +81,27 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         tags.target_tags.required = False
         tags.non_deterministic = False  # a seed fixes the map (the invariance checks apply)
         return tags
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_fit_engine", None)  # a device handle; chosen again after loading
+        return state
+
+    # ------------------------------------------------------------------ the engine
+    def _engine_method(self) -> str:
+        """The repulsion method the engine must offer ("auto" for the SGD layouts)."""
+        return "auto"
+
+    def _engine(self) -> NumbaEngine:
+        """The engine of ``backend``, ``device`` and ``precision``, chosen once per fit
+        (:func:`ctsne.estimator.engine.choose_engine`, which refuses what it cannot do)."""
+        key = (self.backend, self.device, self.precision, self._engine_method(),
+               self.n_components)
+        cached = self.__dict__.get("_fit_engine")
+        if cached is None or cached[0] != key:
+            cached = (key, choose_engine(*key))
+            self.__dict__["_fit_engine"] = cached
+        return cached[1]
 
     def fit(self, X, y=None, *, prior=None):
         """Embed ``X`` factoring out the prior (``y``, or ``prior`` by keyword); see

@@ -1,10 +1,11 @@
-"""The engine a ConditionalTSNE fit runs on, chosen once per fit: numba or torch.
+"""The engine an estimator's fit runs on, chosen once per fit: numba or torch.
 
-An engine offers the three operations a fit needs: build the input affinities from the
-fit's neighbour lists, make the gradient of KL(P‖R) under the prior, and run gradient
-descent on it. :func:`choose_engine` reads ``backend``, ``device`` and ``precision`` once
-(refusing what the engine cannot do before any work); the estimator then calls the
-engine without asking which one it is.
+An engine offers the operations a fit needs: build the input graph from the fit's
+neighbour lists in the method's graph family; for ConditionalTSNE, make the gradient of
+KL(P‖R) under the prior and run gradient descent on it; for ConditionalUMAP and
+ConditionalLargeVis, run the SGD layout over the graph's edges. :func:`choose_engine`
+reads ``backend``, ``device`` and ``precision`` once (refusing what the engine cannot do
+before any work); the estimator then calls the engine without asking which one it is.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from ..affinities.modes import Affinities, AffinityMode, Precomputed
 from ..forces.gradient import ConditionalGradient
 from ..optimization.optimizer import gradient_descent
+from ..optimization.sgd import optimize_layout
 from ..prior import Prior
 
 __all__ = ["NumbaEngine", "TorchEngine", "choose_engine"]
@@ -38,6 +40,10 @@ class NumbaEngine:
         """:func:`ctsne.optimization.optimizer.gradient_descent`."""
         return gradient_descent(*args, **kwargs)
 
+    def layout(self, *args, **kwargs):
+        """A fit's SGD layout: :func:`ctsne.optimization.sgd.optimize_layout`."""
+        return optimize_layout(*args, **kwargs)
+
 
 class TorchEngine(NumbaEngine):
     """The whole fit through PyTorch on ``device`` (:mod:`ctsne.torch_engine`).
@@ -59,7 +65,7 @@ class TorchEngine(NumbaEngine):
             return mode.build(lists, graph, labelled)
         from ..torch_engine.affinities import device_affinities
 
-        built, _ = device_affinities(lists.X, graph.perplexity, lists.classes, mode,
+        built, _ = device_affinities(lists.X, graph, lists.classes, mode,
                                      neighbors=lists.method, metric=lists.metric,
                                      random_state=lists.random_state, n_jobs=lists.n_jobs,
                                      labelled=labelled, device=self.device,
@@ -78,6 +84,11 @@ class TorchEngine(NumbaEngine):
         from ..torch_engine.optimizer import torch_gradient_descent
 
         return torch_gradient_descent(*args, **kwargs)
+
+    def layout(self, *args, **kwargs):
+        from ..torch_engine.layout import torch_layout
+
+        return torch_layout(*args, device=self.device, dtype=self.dtype, **kwargs)
 
 
 def choose_engine(backend: str, device: str | None, precision: str, method: str,

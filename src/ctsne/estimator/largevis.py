@@ -63,7 +63,8 @@ class ConditionalLargeVis(GraphEmbedding):
                  within_weight: float | None = None, neighbors: str = "auto",
                  metric: str = "euclidean", random_state=None, n_jobs: int | None = None,
                  verbose: bool = False, callbacks=None,
-                 callbacks_every_iters: int = 50):
+                 callbacks_every_iters: int = 50, backend: str = "numba",
+                 device: str | None = None, precision: str = "auto"):
         self.perplexity = perplexity
         self.n_components = n_components
         self.beta = beta
@@ -84,6 +85,9 @@ class ConditionalLargeVis(GraphEmbedding):
         self.verbose = verbose
         self.callbacks = callbacks
         self.callbacks_every_iters = callbacks_every_iters
+        self.backend = backend
+        self.device = device
+        self.precision = precision
 
     def _curve(self) -> tuple[float, float]:
         return 1.0, 1.0  # φ = 1 / (1 + d²), LargeVis's (and t-SNE's) kernel

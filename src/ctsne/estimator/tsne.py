@@ -27,7 +27,7 @@ from ..optimization.optimizer import (
     run_in_order,
 )
 from .base import ConditionalEmbedding, callback_list, document_prior, given_prior
-from .engine import NumbaEngine, choose_engine
+from .engine import NumbaEngine
 from .parameters import PARAMETERS, with_parameters
 from .validation import check_P, check_params, check_X, threads
 
@@ -154,19 +154,8 @@ class ConditionalTSNE(ConditionalEmbedding):
         check_params(self.get_params(deep=False), n, builds_affinities=builds_affinities)
         return self._engine()
 
-    def _engine(self) -> NumbaEngine:
-        """The engine of ``backend``, ``device`` and ``precision``, chosen once per fit."""
-        key = (self.backend, self.device, self.precision, self.method, self.n_components)
-        cached = self.__dict__.get("_fit_engine")
-        if cached is None or cached[0] != key:
-            cached = (key, choose_engine(*key))
-            self.__dict__["_fit_engine"] = cached
-        return cached[1]
-
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state.pop("_fit_engine", None)  # a device handle; chosen again after loading
-        return state
+    def _engine_method(self) -> str:
+        return self.method
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, prior=None, knn=None) -> ConditionalTSNE:

@@ -162,6 +162,7 @@ class GraphEmbedding(ConditionalEmbedding):
         X = check_X(X)
         n = X.shape[0]
         check_embedding_params(self._table, self.get_params(deep=False), n)
+        engine = self._engine()  # refuses a torch fit it cannot run, before any work
         check_spread(X)
         given = self._check_init(n)
         a, b = self._curve()  # refuses a curve it cannot fit, before the search
@@ -177,7 +178,8 @@ class GraphEmbedding(ConditionalEmbedding):
             t0 = time.perf_counter()
             # the user's fit (through fit_transform)
             built = self._build_affinities(to_safe_scale(X), classes, self._graph(),
-                                           random_state=search_seed, stacklevel=4)
+                                           random_state=search_seed, engine=engine,
+                                           stacklevel=4)
             self.graph_ = self._edge_weights(built.P)
             t1 = time.perf_counter()
             Y = self._start(X, given, classes, int(seeds[1]))
@@ -254,15 +256,19 @@ class GraphEmbedding(ConditionalEmbedding):
             # every callback runs (as ConditionalTSNE's); any True stops the fit
             return due and any([bool(f(done, None, Y_now)) for f in user])
 
+        options = dict(gamma=self.repulsion_strength,
+                       negative_sample_rate=self.negative_sample_rate,
+                       initial_lr=self.learning_rate if lr is None else lr, seed=seed,
+                       callback=callback if bar is not None or user else None,
+                       callback_every=every)
         try:
+            if Y_ref is None:  # a fit, on the fit's engine
+                return self._engine().layout(Y, G.row[keep], G.col[keep], eps[keep],
+                                             n_epochs, self.a_, self.b_, sampler, **options)
             return optimize_layout(
                 Y, G.row[keep], G.col[keep], eps[keep], n_epochs, self.a_, self.b_, sampler,
-                source_class=source_class, gamma=self.repulsion_strength,
-                negative_sample_rate=self.negative_sample_rate,
-                initial_lr=self.learning_rate if lr is None else lr, seed=seed, Y_ref=Y_ref,
-                callback=callback if bar is not None or user else None,
-                callback_every=every,
-                keys=None if keys is None else keys[keep])
+                source_class=source_class, Y_ref=Y_ref,
+                keys=None if keys is None else keys[keep], **options)
         finally:
             if bar is not None:
                 bar.close()
@@ -400,7 +406,8 @@ class ConditionalUMAP(GraphEmbedding):
                  metric: str = "euclidean", local_connectivity: float = 1.0,
                  set_op_mix_ratio: float = 1.0, random_state=None, n_jobs: int | None = None,
                  verbose: bool = False, callbacks=None,
-                 callbacks_every_iters: int = 50):
+                 callbacks_every_iters: int = 50, backend: str = "numba",
+                 device: str | None = None, precision: str = "auto"):
         self.n_neighbors = n_neighbors
         self.n_components = n_components
         self.min_dist = min_dist
@@ -425,6 +432,9 @@ class ConditionalUMAP(GraphEmbedding):
         self.verbose = verbose
         self.callbacks = callbacks
         self.callbacks_every_iters = callbacks_every_iters
+        self.backend = backend
+        self.device = device
+        self.precision = precision
 
     def _curve(self) -> tuple[float, float]:
         return fit_curve(self.spread, self.min_dist)

@@ -166,6 +166,19 @@ _TAIL = {
         "loss); one that returns True stops the fit, which keeps the embedding of the "
         "last epoch done. ``transform`` calls none."),
     "callbacks_every_iters": _row("callbacks_every_iters", "Epochs between callback calls."),
+    "backend": _row(
+        "backend",
+        '"numba": the CPU engine. "torch": the graph (the neighbour search, the memberships '
+        "or P, their symmetrisation) and the SGD on a PyTorch device "
+        "(:mod:`ctsne.torch_engine`; ``pip install ctsne[gpu]``). Each epoch's steps are "
+        "then computed from the epoch's start and summed, where the CPU engine moves a "
+        "point edge after edge (the maps agree in quality, not bit for bit); "
+        "``transform`` runs on the CPU engine."),
+    "device": PARAMETERS["device"],
+    "precision": _row(
+        "precision",
+        'backend="torch": the type of the map and the steps; "auto" is float32 on a GPU '
+        "and float64 on the CPU. The graph is float64 always."),
 }
 
 _WITHIN = ("Own-class share of each point's affinities in the label-balanced graph, in "

@@ -1,5 +1,6 @@
 """The PyTorch engine (stage 4.5, between the optimisation and the estimator): a whole
-ct-SNE fit on a torch device, CPU or CUDA, for ``ConditionalTSNE(backend="torch")``.
+fit on a torch device, CPU or CUDA, for ``backend="torch"`` of ConditionalTSNE,
+ConditionalUMAP and ConditionalLargeVis.
 
 Optional: torch is imported by these modules when present (``pip install ctsne[gpu]``);
 without it they still import, and :func:`ctsne.torch_engine.device.load_torch` says what
@@ -10,10 +11,14 @@ named in each module; what runs on the device:
 - ``neighbors.py``: exact k nearest neighbours in blocks (``cdist``-style products and
   ``topk``), whole data or restricted to classes; FAISS where it is installed.
 - ``calibration.py``: the perplexity bisection, vectorised over rows.
-- ``affinities.py``: the standard, label-balanced and revised P, symmetrised on the device.
+- ``fuzzy.py``: UMAP's memberships (σ, ρ by bisection over every row) and fuzzy union.
+- ``affinities.py``: the input graph of a graph family: the standard, label-balanced and
+  revised P, symmetrised on the device, or UMAP's fuzzy graph.
 - ``attraction.py``: the attractive force as a sparse (CSR) matrix product.
 - ``repulsion.py``: the ct-SNE repulsion: exact in blocks, or FFT interpolation with every
   class of every prior term in one batched FFT.
 - ``gradient.py``: the two composed, and KL(P‖R).
 - ``optimizer.py``: gradient descent with momentum and gains, the numba optimiser's rule.
+- ``layout.py``: UMAP's and LargeVis's SGD epochs, edges and class-stratified negatives
+  as tensors.
 """

@@ -1,13 +1,15 @@
-"""Input affinities P on the device: standard, label-balanced and revised, symmetrised.
+"""A fit's input graph on the device: t-SNE's P (standard, label-balanced, revised) or
+UMAP's fuzzy graph.
 
-The definitions are the numba engine's (:mod:`ctsne.affinities.standard`,
-:mod:`~ctsne.affinities.balanced`, :mod:`~ctsne.affinities.modes`): k = 3·perplexity
+The definitions are the numba engine's (:mod:`ctsne.affinities.graphs`, whose families
+this module's :func:`device_affinities` takes, and :mod:`~ctsne.affinities.modes`): k
 neighbours (:mod:`ctsne.torch_engine.neighbors`), each row (or each block of a row)
-calibrated by :mod:`ctsne.torch_engine.calibration`, the blocks weighted, then
-``P = (C + Cᵀ) / 2n`` by a sparse coalesce on the device. The neighbour search,
-calibration and symmetrisation run on the device; what stays on the host is small:
-``affinities="auto"``'s check whether the prior separates the data
-(:func:`ctsne.affinities.mixing.table_mixing` on the (n, k) table) and the diagnostic of
+calibrated by :mod:`ctsne.torch_engine.calibration` or, for UMAP, by
+:mod:`ctsne.torch_engine.fuzzy`, the blocks weighted, then ``P = (C + Cᵀ) / 2n`` (or the
+fuzzy union) by a sparse coalesce on the device. The neighbour search, calibration and
+symmetrisation run on the device; what stays on the host is small: the check whether the
+prior separates the data (:func:`ctsne.affinities.mixing.table_mixing` on the (n, k)
+table, :func:`~ctsne.affinities.mixing.prior_mixing` on a graph) and the diagnostic of
 the final P. Where the search plan is "host" or "faiss"
 (:func:`ctsne.torch_engine.neighbors.search_plan`), or the metric is not Euclidean, the
 label-balanced and revised P are built by the numba engine on the host instead (its
@@ -16,12 +18,11 @@ on the device.
 
 Where the P itself is chosen from the data (``affinities="auto"`` with a prior, and
 ``"balanced"`` without ``within_weight``: each class's cross-class share by the rule of
-:mod:`ctsne.affinities.cross_share`, which runs its own searches), the numba engine's
-:func:`ctsne.affinities.modes.input_affinities` builds P on the host, so that both
-engines give the same P; the explicit modes (``"standard"``, ``"revised"``,
-``"balanced"`` with ``within_weight``) and fits without a prior are built on the device.
-Moving the rule's searches to the device is the next step (:func:`_balanced` already
-takes one own-class share per class).
+:mod:`ctsne.affinities.cross_share`, which runs its own searches), the affinity mode
+builds P on the host, so that both engines give the same P; the explicit modes
+(``"standard"``, ``"revised"``, ``"balanced"`` with ``within_weight``) and fits without a
+prior are built on the device. Moving the rule's searches to the device is the next step
+(:func:`_balanced` already takes one own-class share per class).
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ import scipy.sparse as sp
 
 from ..affinities import balanced
 from ..affinities.balanced import PER_CLASS_UP_TO, other_block_width
+from ..affinities.graphs import FuzzyGraph, PerplexityGraph
 from ..affinities.mixing import prior_mixing, table_mixing
-from ..affinities.modes import Affinities, input_affinities, resolve_mode
+from ..affinities.modes import Affinities, resolve_mode
 from ..affinities.options import default_within_weight, n_neighbors_for
 from ..checks import to_safe_scale
+from ..neighbors.provider import NeighborLists
 from .calibration import calibrate_rows
 from .device import load_torch
+from .fuzzy import fuzzy_graph_device
 from .neighbors import (
     other_class_knn,
     own_class_knn,
@@ -132,12 +136,14 @@ def _trim_tail(dist, p, tail: float):
     return torch.where(total > 0, kept / torch.where(total > 0, total, 1.0), p)
 
 
-def _balanced(X, codes, perplexity, within_weight, work_dtype):
+def _balanced(X, codes, perplexity, within_weight, work_dtype, k=None,
+              tail=balanced.TAIL_MASS):
     """Label-balanced P (:func:`ctsne.affinities.balanced.balanced_affinities`);
-    ``within_weight`` one own-class share, or one per class (a sequence)."""
+    ``within_weight`` one own-class share, or one per class (a sequence); ``k``
+    neighbours per block (default the perplexity's) and ``tail`` the mass trimmed."""
     torch = load_torch()
     n = X.shape[0]
-    k = n_neighbors_for(perplexity, n)
+    k = n_neighbors_for(perplexity, n) if k is None else int(k)
     w_own = default_within_weight("balanced") if within_weight is None else within_weight
     own_i, own_d = own_class_knn(X, codes, k, work_dtype)
     sizes = torch.bincount(codes).to(torch.float64)
@@ -156,8 +162,7 @@ def _balanced(X, codes, perplexity, within_weight, work_dtype):
         share = sizes[block_class] / (n - sizes[codes])[:, None]
         weights = torch.cat([w, (1.0 - w) * share], 1)
         widths = [k] + [k_other] * (L - 1)
-    cond = _blocks(torch.cat([own_d, o_d], 1), widths, perplexity, k, weights,
-                   balanced.TAIL_MASS)
+    cond = _blocks(torch.cat([own_d, o_d], 1), widths, perplexity, k, weights, tail)
     return symmetrize_device(torch.cat([own_i, o_i], 1), cond)
 
 
@@ -174,17 +179,20 @@ def _revised(X, codes, perplexity, within_weight, work_dtype):
     return symmetrize_device(torch.cat([own_i, o_i], 1), cond)
 
 
-def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities="auto",
+def device_affinities(X: np.ndarray, graph, classes=None, affinities="auto",
                       within_weight=None, neighbors="auto", metric="euclidean",
                       random_state=None, n_jobs=None, labelled=None, device=None,
                       work_dtype=None) -> tuple[Affinities, object]:
-    """P for a fit, as :func:`ctsne.affinities.modes.input_affinities` chooses it, built on
-    ``device``.
+    """A fit's input graph, as the affinity mode builds it on the host
+    (:meth:`ctsne.affinities.modes.AffinityMode.build`), built on ``device``.
 
     Parameters
     ----------
-    X, perplexity, classes, affinities, within_weight, neighbors, metric, random_state,
-    n_jobs, labelled
+    X : ndarray (n, p)
+    graph : PerplexityGraph, FuzzyGraph or float
+        The method's graph family (:mod:`ctsne.affinities.graphs`); a number is t-SNE's
+        P at that perplexity.
+    classes, affinities, within_weight, neighbors, metric, random_state, n_jobs, labelled
         As for :func:`ctsne.affinities.modes.input_affinities` (``affinities`` a name or
         a mode object of :mod:`ctsne.affinities.modes`).
     device : torch.device
@@ -194,11 +202,14 @@ def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities
     Returns
     -------
     Affinities
-        With ``P`` a scipy CSR matrix on the host (the estimator's ``P_``).
+        With ``P`` a scipy CSR matrix on the host (the estimator's ``P_`` or ``graph_``).
     plan : str
         Where the neighbours were searched ("device", "faiss" or "host").
     """
     torch = load_torch()
+    if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
+        graph = PerplexityGraph(float(graph))
+    fuzzy = isinstance(graph, FuzzyGraph)
     mode = resolve_mode(affinities, within_weight)
     affinities, within_weight = mode.name, getattr(mode, "within_weight", None)
     X = to_safe_scale(X)
@@ -209,24 +220,34 @@ def device_affinities(X: np.ndarray, perplexity: float, classes=None, affinities
     if not trivial and (ruled or (plan != "device" and affinities != "standard")):
         # the rule's choice, or by-class lists at this size: the numba engine's searches
         # (see the docstring)
-        built = input_affinities(X, perplexity, classes, mode, neighbors=neighbors,
-                                 metric=metric, random_state=random_state, n_jobs=n_jobs,
-                                 labelled=labelled)
-        return built, "host"
+        lists = NeighborLists(X, classes, method=neighbors, metric=metric,
+                              random_state=random_state, n_jobs=n_jobs)
+        return mode.build(lists, graph, labelled), "host"
     Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)
     codes = None if trivial else torch.as_tensor(np.asarray(classes, dtype=np.int64),
                                                  device=device)
+    k = graph.k(n)
     if not trivial and affinities in ("balanced", "revised"):
-        build = _balanced if affinities == "balanced" else _revised
-        P = to_scipy(build(Xd, codes, perplexity, within_weight, work_dtype))
+        if fuzzy:  # FuzzyGraph.balanced: blocks of exactly k, every entry kept, P / max
+            P = to_scipy(_balanced(Xd, codes, k / 3.0, within_weight, work_dtype, k=k,
+                                   tail=0.0))
+            P = P / P.data.max()
+        elif affinities == "balanced":
+            P = to_scipy(_balanced(Xd, codes, graph.perplexity, within_weight, work_dtype))
+        else:
+            P = to_scipy(_revised(Xd, codes, graph.perplexity, within_weight, work_dtype))
         return Affinities(P, affinities, prior_mixing(P, classes)), plan
-    k = n_neighbors_for(perplexity, n)
     if plan == "device":
         idx, dist = standard_knn(Xd, k, plan, work_dtype)
     else:
         idx, dist = standard_knn(Xd, k, plan, work_dtype, random_state, n_jobs)
-    cond = calibrate_rows(dist, float(perplexity))
+    if fuzzy:
+        G = to_scipy(fuzzy_graph_device(idx, dist, graph.n_neighbors, graph.set_op_mix_ratio,
+                                        graph.local_connectivity))
+        return Affinities(G, "standard", None if trivial else prior_mixing(G, classes)), plan
+    cond = calibrate_rows(dist, graph.perplexity)
+    P = to_scipy(symmetrize_device(idx, cond))
     if trivial:
-        return Affinities(to_scipy(symmetrize_device(idx, cond)), "standard", None), plan
-    return Affinities(to_scipy(symmetrize_device(idx, cond)), "standard",
+        return Affinities(P, "standard", None), plan
+    return Affinities(P, "standard",
                       table_mixing(idx.cpu().numpy(), cond.cpu().numpy(), classes)), plan

@@ -67,8 +67,7 @@ def embed(args: argparse.Namespace) -> int:
 
 
 # Options that only one family of maps has: t-SNE's optimiser, UMAP's graph and curve.
-_TSNE_ONLY = {"method": "--method", "n_iter": "--n-iter", "backend": "--backend",
-              "device": "--device",
+_TSNE_ONLY = {"method": "--method", "n_iter": "--n-iter",
               "exaggeration_iter": "--exaggeration-iter", "exaggeration": "--exaggeration"}
 # each method's name in messages and titles
 _NAMES = {"tsne": "t-SNE", "umap": "UMAP", "largevis": "LargeVis"}
@@ -112,7 +111,8 @@ def _graph_options(args: argparse.Namespace) -> dict:
     common = dict(n_components=args.dims, beta=args.beta, alpha=args.alpha,
                   combine=args.combine, affinities=args.affinities,
                   within_weight=args.within_weight, n_epochs=args.n_epochs,
-                  random_state=args.seed, n_jobs=args.threads)
+                  backend=args.backend, device=args.device, random_state=args.seed,
+                  n_jobs=args.threads)
     if args.algorithm == "umap":
         return defaults.set_options(**common, n_neighbors=args.n_neighbors,
                                     min_dist=args.min_dist)

@@ -169,9 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="repulsion engine: exact O(n²), Barnes-Hut, FFT interpolation, or "
                    "auto: chosen by size (default)")
     p.add_argument("--backend", choices=("numba", "torch"),
-                   help="t-SNE engine: numba on the CPU (default), or torch: the whole fit "
-                   "(neighbours, affinities, optimisation) on a PyTorch device (pip install "
-                   "torch)")
+                   help="engine of the fit, for every --algorithm: numba on the CPU "
+                   "(default), or torch: the neighbours, the graph and the optimisation on a "
+                   "PyTorch device (pip install torch)")
     p.add_argument("--device", metavar="DEVICE", help="with --backend torch: cpu, cuda or "
                    "cuda:N (default: CUDA where torch sees one, else the CPU)")
     p.add_argument("--n-iter", type=int, help="iterations after early "
