@@ -4,10 +4,14 @@
 #   bash benchmarks/gpu_check.sh [SIZES...]        # default: 100k 1M
 #
 # Run from the repository root on the device machine, with the wheels the image lacks in
-# .whl/ (pynndescent). Steps, each with its own time limit so one hang cannot eat the rest:
-#   1. the torch tests on CUDA (CTSNE_TEST_TORCH_DEVICE=cuda: the CPU tests' tolerances);
-#   2. whole fits with a 5-class prior, P built on the device (balanced, own-class share
-#      0.85), at the sizes given; rows go to $OUT/results.jsonl.
+# .whl/ (pynndescent; torchdr for the peer rows: `pip download torchdr --no-deps -d .whl`).
+# Steps, each with its own time limit so one hang cannot eat the rest:
+#   1. the torch tests on CUDA (CTSNE_TEST_TORCH_DEVICE=cuda: the CPU tests' tolerances),
+#      t-SNE, UMAP and LargeVis;
+#   2. whole t-SNE fits with a 5-class prior, P built on the device (balanced, own-class
+#      share 0.85), at the sizes given;
+#   3. ConditionalUMAP on the device (plain, and with the prior's balanced graph) beside
+#      TorchDR's UMAP and TSNE where torchdr imports; rows go to $OUT/results.jsonl.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/gpu_out}
@@ -26,9 +30,12 @@ print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
       "sklearn", sklearn.__version__, "pynndescent", pynndescent.__version__)
 EOF
 CTSNE_TEST_TORCH_DEVICE=cuda timeout "${TEST_LIMIT:-200}" python3 -m pytest -q -p no:cacheprovider \
-    tests/test_torch_engine.py tests/test_torch_estimator.py 2>&1 | tee "$OUT/tests.log" | tail -40
+    tests/test_torch_engine.py tests/test_torch_estimator.py tests/test_torch_layout.py 2>&1 | tee "$OUT/tests.log" | tail -40
 SIZES=("$@")
 [ ${#SIZES[@]} -eq 0 ] && SIZES=(100k 1M)
 timeout "${BENCH_LIMIT:-300}" python3 benchmarks/bench_torch.py --sizes "${SIZES[@]}" \
     --runners torch --device cuda --affinities balanced:0.85 --out "$OUT/results.jsonl" \
     2>&1 | tee "$OUT/bench.log"
+timeout "${UMAP_LIMIT:-300}" python3 benchmarks/bench_torch_umap.py --sizes "${SIZES[@]}" \
+    --runners torch-plain torch torchdr-umap torchdr-tsne cuml-umap --device cuda \
+    --affinities balanced:0.85 --out "$OUT/results.jsonl" 2>&1 | tee "$OUT/umap.log"
