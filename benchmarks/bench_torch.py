@@ -11,8 +11,8 @@ Data: ``bench_vs_opentsne.make_data`` (the 1M case of BENCHMARKS.md: 10 features
 Runners, each in a fresh process (peak memory per run):
 
 - ``torch``: ``ConditionalTSNE(backend="torch", device=...)`` with the 5-class prior
-  (the optimisation on the device; P too with ``--affinities balanced:0.85`` or
-  ``standard``, while "auto" with a prior leaves P to the numba engine's rule on the host);
+  (P and the optimisation on the device; ``--affinities balanced:0.85`` or ``standard``
+  fixes P instead of "auto"'s rule);
 - ``torch64``: the same in float64 (the CPU's default; on a GPU, float32 is);
 - ``numba``: the CPU engine with the same prior (n_jobs = all cores);
 - ``cuml``: RAPIDS cuML's ``TSNE`` (plain t-SNE, FFT), where it imports;
@@ -188,8 +188,7 @@ def main(argv=None) -> None:
     ap.add_argument("--runners", nargs="*", default=["torch", "numba", "cuml", "tsnecuda"])
     ap.add_argument("--device", default=None, help="torch device (default: cuda if seen)")
     ap.add_argument("--affinities", default="auto",
-                    help="'auto' (P by the numba engine's rule, on the host, where there is "
-                    "a prior) or e.g. 'balanced:0.85' / 'standard' (P on the device)")
+                    help="'auto' (the rule's P) or e.g. 'balanced:0.85' / 'standard'")
     ap.add_argument("--ee-iter", type=int, default=250)
     ap.add_argument("--iters", type=int, default=500)
     ap.add_argument("--child", nargs=2, metavar=("SIZE", "RUNNER"), help=argparse.SUPPRESS)

@@ -8,9 +8,8 @@
 Data: ``bench_vs_opentsne.make_data`` (10 features, a 5-class prior that the clusters
 follow). Runners, each in a fresh process:
 
-- ``torch``: ``ConditionalUMAP(backend="torch")`` with the 5-class prior; with
-  ``--affinities balanced:0.85`` or ``standard`` the graph is built on the device too
-  ("auto" under a prior builds it on the host, by the numba engine's rule);
+- ``torch``: ``ConditionalUMAP(backend="torch")`` with the 5-class prior (``--affinities
+  balanced:0.85`` or ``standard`` fixes the graph instead of "auto"'s rule);
 - ``torch-plain``: the same without a prior (graph and SGD on the device);
 - ``numba``: the CPU engine with the prior; ``umap-learn``: umap-learn's UMAP (plain);
 - ``torchdr-umap``, ``torchdr-tsne``: TorchDR's UMAP and TSNE (plain; ``pip install
@@ -148,8 +147,7 @@ def main(argv=None) -> None:
                              "torchdr-tsne", "cuml-umap"])
     ap.add_argument("--device", default=None, help="torch device (default: cuda if seen)")
     ap.add_argument("--affinities", default="auto",
-                    help="'auto' (the graph by the numba engine's rule, on the host, under "
-                    "a prior) or e.g. 'balanced:0.85' / 'standard' (on the device)")
+                    help="'auto' (the rule's graph) or e.g. 'balanced:0.85' / 'standard'")
     ap.add_argument("--n-epochs", type=int, default=None,
                     help="epochs of every UMAP (default: umap-learn's rule, 200 above 10k)")
     ap.add_argument("--child", nargs=2, metavar=("SIZE", "RUNNER"), help=argparse.SUPPRESS)

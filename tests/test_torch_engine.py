@@ -273,14 +273,24 @@ def test_P_with_a_class_of_one_point_is_the_numba_engines(blobs):
 
 @pytest.mark.parametrize("mode", ["auto", "balanced"])
 def test_P_chosen_from_the_data_is_the_numba_engines(blobs, mode):
-    # "auto" and "balanced" without within_weight choose each class's share by the numba
-    # engine's rule, which the device path leaves to it: the same P, and the same choice
+    # "auto" and "balanced" without within_weight choose each class's share by the rule
+    # of the mode objects, which runs as written on the device's lists: the same choice,
+    # for the same reason, and the same P
     X, codes, other = blobs
-    for prior in (codes, other):
+    modes = set()
+    shuffled = np.random.default_rng(0).permutation(codes)  # labels the data ignores
+    for prior in (codes, other, shuffled):
         ref = input_affinities(X, 20.0, prior, mode, neighbors="exact")
         built, plan = device_affinities(X, 20.0, prior, mode, neighbors="exact", device=DEVICE)
-        assert plan == "host" and built.mode == ref.mode
+        assert plan == "device" and built.mode == ref.mode
+        assert built.cross_share.reason == ref.cross_share.reason
+        np.testing.assert_allclose(built.cross_share.class_share, ref.cross_share.class_share,
+                                   rtol=1e-9)
+        np.testing.assert_allclose(built.mixing.class_cross, ref.mixing.class_cross, rtol=1e-9)
         assert abs(built.P - ref.P).max() <= 1e-6
+        modes.add(built.mode)
+    if mode == "auto":
+        assert modes == {"standard", "balanced"}  # both of the rule's answers are checked
 
 
 def test_the_device_P_reaches_scipy_as_a_canonical_csr():
@@ -332,3 +342,16 @@ def test_faiss_search_finds_the_exact_neighbours_with_float64_distances():
     assert np.all(i != np.arange(3000)[:, None])
     assert np.allclose(d, np.linalg.norm(X[i] - X[:, None, :], axis=2), rtol=1e-12)
     assert np.all(np.diff(d, axis=1) >= 0)
+
+
+def test_auto_with_missing_labels_decides_as_the_numba_engine(blobs):
+    # the labelled points decide (the device table's labelled sums go through the host's)
+    X, codes, _ = blobs
+    labelled = np.random.default_rng(1).random(len(codes)) > 0.3
+    prior = np.where(labelled, codes, 3)  # the missing-label class
+    ref = input_affinities(X, 20.0, prior, "auto", neighbors="exact", labelled=labelled)
+    built, plan = device_affinities(X, 20.0, prior, "auto", neighbors="exact",
+                                    labelled=labelled, device=DEVICE)
+    assert plan == "device" and built.mode == ref.mode == "balanced"
+    assert built.cross_share.reason == ref.cross_share.reason
+    assert abs(built.P - ref.P).max() <= 1e-6

@@ -24,7 +24,7 @@ from sklearn.neighbors import NearestNeighbors  # noqa: E402
 from ctsne import ConditionalLargeVis, ConditionalUMAP  # noqa: E402
 from ctsne.affinities.fuzzy import fuzzy_graph, smooth_knn  # noqa: E402
 from ctsne.affinities.graphs import FuzzyGraph  # noqa: E402
-from ctsne.affinities.modes import Balanced, Standard  # noqa: E402
+from ctsne.affinities.modes import Auto, Balanced, Standard  # noqa: E402
 from ctsne.metrics import neighborhood_preservation  # noqa: E402
 from ctsne.neighbors.provider import NeighborLists  # noqa: E402
 from ctsne.optimization.negatives import NegativeSampler, draw  # noqa: E402
@@ -69,20 +69,27 @@ def test_the_fuzzy_graph_is_the_hosts(lists, local_connectivity, mix):
 
 
 def test_device_graphs_are_the_modes_graphs():
-    """The standard and the label-balanced UMAP graph built on the device are those the
-    affinity modes build on the host from the same exact lists."""
+    """Each mode's UMAP graph built from the device's lists is the one it builds from the
+    host's exact lists: "auto"'s rule decides the same way on both."""
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 3, 300)
     X = rng.normal(size=(300, 4)) + 3.0 * codes[:, None]
     graph = FuzzyGraph(12)
-    for mode in (Standard(), Balanced(0.7)):
-        host = mode.build(NeighborLists(X, codes, method="exact"), graph)
-        built, plan = device_affinities(X, graph, codes, mode, neighbors="exact",
+    shuffled = rng.permutation(codes)
+    for mode, prior, want in ((Standard(), codes, "standard"), (Balanced(0.7), codes, "balanced"),
+                              (Balanced(), codes, "balanced"), (Auto(), codes, "balanced"),
+                              (Auto(), shuffled, "standard")):
+        host = mode.build(NeighborLists(X, prior, method="exact"), graph)
+        built, plan = device_affinities(X, graph, prior, mode, neighbors="exact",
                                         device=DEVICE)
-        assert plan == "device" and built.mode == host.mode
+        assert plan == "device" and built.mode == host.mode == want
         diff = abs(built.P - host.P)
         assert diff.max() < 1e-10 * host.P.max(), mode
-        assert built.mixing.cross_share == pytest.approx(host.mixing.cross_share, abs=1e-10)
+        assert built.mixing.cross == pytest.approx(host.mixing.cross, abs=1e-10)
+        if host.cross_share is not None:  # the rule's choice, and why
+            assert built.cross_share.reason == host.cross_share.reason
+            np.testing.assert_allclose(built.cross_share.class_share,
+                                       host.cross_share.class_share, rtol=1e-9)
 
 
 def test_a_batch_of_negatives_is_drawn_as_the_numba_draw():

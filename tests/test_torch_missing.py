@@ -23,3 +23,21 @@ def test_backend_torch_without_torch_says_what_to_install(monkeypatch):
     model = ConditionalTSNE(perplexity=5.0, n_iter=5, early_exaggeration_iter=5, random_state=0)
     monkeypatch.undo()
     assert model.fit_transform(X).shape == (30, 2)
+
+
+@pytest.mark.parametrize("name", ["ConditionalUMAP", "ConditionalLargeVis"])
+def test_graph_estimators_refuse_backend_torch_without_torch_first(monkeypatch, name):
+    import ctsne
+    import ctsne.estimator.base as base_module
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the neighbour search started before refusing the backend")
+
+    monkeypatch.setattr(base_module, "NeighborLists", no_search)
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    cls = getattr(ctsne, name)
+    with pytest.raises(ImportError, match=r"pip install 'ctsne\[gpu\]'"):
+        kw = {"perplexity": 5.0} if name == "ConditionalLargeVis" else {"n_neighbors": 5}
+        cls(backend="torch", n_epochs=5, **kw).fit(X)

@@ -34,7 +34,7 @@ from .mixing import (
 from .options import n_neighbors_for
 from .symmetry import symmetrize
 
-__all__ = ["ConditionalTable", "FuzzyGraph", "PerplexityGraph", "StandardGraph",
+__all__ = ["ConditionalTable", "FinishedGraph", "FuzzyGraph", "PerplexityGraph", "StandardGraph",
            "graph_cross_ratio"]
 
 
@@ -85,8 +85,9 @@ class ConditionalTable(StandardGraph):
     joint = finish
 
 
-class _Finished(StandardGraph):
-    # a graph built whole (UMAP's fuzzy union): the diagnostics read its rows
+class FinishedGraph(StandardGraph):
+    """A standard graph built whole (UMAP's fuzzy union): the diagnostics read its rows."""
+
     def __init__(self, G: sp.csr_matrix):
         self.G = G
 
@@ -203,7 +204,7 @@ class FuzzyGraph:
                                    own_search=own_search)
         # copies, as for t-SNE's P; memberships reach their target whatever the ties
         warn_ties(dist, float(dist.shape[1]), lists.X, idx)
-        return _Finished(fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
+        return FinishedGraph(fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
                                      self.local_connectivity))
 
     def balanced(self, lists, own_weight) -> sp.csr_matrix:

@@ -30,7 +30,8 @@ from .calibration import calibrate
 from .options import n_neighbors_for
 
 __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
-           "SampledRows", "labelled_mixing", "labelled_table", "point_cross_ratio",
+           "SampledRows", "labelled_mixing", "labelled_table", "mixing_from_sums",
+           "point_cross_ratio",
            "prior_mixing", "random_level", "sampled_rows", "table_mixing",
            "table_mixing_and_ratio", "table_sums"]
 
@@ -297,10 +298,17 @@ def table_mixing_and_ratio(idx: np.ndarray, cond: np.ndarray,
                            codes: np.ndarray) -> tuple[PriorMixing, np.ndarray]:
     """:func:`table_mixing` and :func:`point_cross_ratio` of one table, from one pass."""
     codes = np.asarray(codes, dtype=np.int64)
-    sizes = np.bincount(codes)
-    mass, cross, row_mass, row_cross = table_sums(idx, cond, codes, len(sizes))
-    return (_summarise(mass, cross, sizes, len(codes)),
-            _cross_ratio(row_mass, row_cross, codes, sizes))
+    return mixing_from_sums(*table_sums(idx, cond, codes, int(codes.max()) + 1), codes)
+
+
+def mixing_from_sums(mass: np.ndarray, cross: np.ndarray, row_mass: np.ndarray,
+                     row_cross: np.ndarray, codes: np.ndarray) -> tuple[PriorMixing, np.ndarray]:
+    """:func:`table_mixing_and_ratio` from a table's sums (:func:`table_sums`'s four
+    arrays, however they were summed: the torch engine sums its tables on the device)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    sizes = np.bincount(codes, minlength=len(mass))
+    return (_summarise(np.asarray(mass), np.asarray(cross), sizes, len(codes)),
+            _cross_ratio(np.asarray(row_mass), np.asarray(row_cross), codes, sizes))
 
 
 def labelled_table(idx: np.ndarray, cond: np.ndarray, codes: np.ndarray,

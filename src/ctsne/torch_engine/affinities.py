@@ -1,28 +1,23 @@
 """A fit's input graph on the device: t-SNE's P (standard, label-balanced, revised) or
-UMAP's fuzzy graph.
+UMAP's fuzzy graph, built by the affinity modes themselves.
 
-The definitions are the numba engine's (:mod:`ctsne.affinities.graphs`, whose families
-this module's :func:`device_affinities` takes, and :mod:`~ctsne.affinities.modes`): k
-neighbours (:mod:`ctsne.torch_engine.neighbors`), each row (or each block of a row)
-calibrated by :mod:`ctsne.torch_engine.calibration` or, for UMAP, by
-:mod:`ctsne.torch_engine.fuzzy`, the blocks weighted, then ``P = (C + Cᵀ) / 2n`` (or the
-fuzzy union) by a sparse coalesce on the device. The neighbour search, calibration and
-symmetrisation run on the device; what stays on the host is small: the check whether the
-prior separates the data (:func:`ctsne.affinities.mixing.table_mixing` on the (n, k)
-table, :func:`~ctsne.affinities.mixing.prior_mixing` on a graph) and the diagnostic of
-the final P. Where the search plan is "host" or "faiss"
-(:func:`ctsne.torch_engine.neighbors.search_plan`), or the metric is not Euclidean, the
-label-balanced and revised P are built by the numba engine on the host instead (its
-by-class searches and representatives), and the standard P calibrates the host's lists
-on the device.
-
-Where the P itself is chosen from the data (``affinities="auto"`` with a prior, and
-``"balanced"`` without ``within_weight``: each class's cross-class share by the rule of
-:mod:`ctsne.affinities.cross_share`, which runs its own searches), the affinity mode
-builds P on the host, so that both engines give the same P; the explicit modes
-(``"standard"``, ``"revised"``, ``"balanced"`` with ``within_weight``) and fits without a
-prior are built on the device. Moving the rule's searches to the device is the next step
-(:func:`_balanced` already takes one own-class share per class).
+A mode of :mod:`ctsne.affinities.modes` builds its graph from a lists provider and a graph
+family; here the provider is :class:`~ctsne.torch_engine.neighbors.DeviceLists` (the
+lists as device tensors) and the families are :class:`DevicePerplexityGraph` and
+:class:`DeviceFuzzyGraph`, whose steps (calibration by
+:mod:`ctsne.torch_engine.calibration` or :mod:`ctsne.torch_engine.fuzzy`, the blocks'
+weights, ``P = (C + Cᵀ) / 2n`` or the fuzzy union by a sparse coalesce) run on the device.
+Every rule is the modes' own, written once: ``"auto"`` reads the device table's
+cross-class sums (summed on the device, summarised by
+:func:`ctsne.affinities.mixing.mixing_from_sums`) and, where it must, the counterpart trust
+(:func:`ctsne.affinities.counterpart.counterpart_trust`, a statistic of a few thousand
+sampled points, on the host), then switches as the numba engine does; both engines give
+the same graph. What reaches the host is the finished graph (the estimator's ``P_`` or
+``graph_``) and per-class and per-row sums. Where the search plan is "host" or "faiss"
+(:func:`ctsne.torch_engine.neighbors.search_plan`: above the device's exact search, or a
+metric other than Euclidean), the standard lists come from that search and the modes that
+need by-class lists are built by the numba engine on the host (its by-class searches and
+representatives).
 """
 
 from __future__ import annotations
@@ -31,25 +26,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..affinities import balanced
-from ..affinities.balanced import PER_CLASS_UP_TO, other_block_width
-from ..affinities.graphs import FuzzyGraph, PerplexityGraph
-from ..affinities.mixing import prior_mixing, table_mixing
+from ..affinities.graphs import (
+    ConditionalTable,
+    FinishedGraph,
+    FuzzyGraph,
+    PerplexityGraph,
+    StandardGraph,
+)
+from ..affinities.mixing import mixing_from_sums
 from ..affinities.modes import Affinities, resolve_mode
-from ..affinities.options import default_within_weight, n_neighbors_for
 from ..checks import to_safe_scale
 from ..neighbors.provider import NeighborLists
 from .calibration import calibrate_rows
 from .device import load_torch
 from .fuzzy import fuzzy_graph_device
-from .neighbors import (
-    other_class_knn,
-    own_class_knn,
-    pooled_other_knn,
-    search_plan,
-    standard_knn,
-)
+from .neighbors import DeviceLists, search_plan
 
-__all__ = ["device_affinities", "symmetrize_device", "to_scipy"]
+__all__ = ["DeviceFuzzyGraph", "DevicePerplexityGraph", "DeviceTable", "balanced_device",
+           "device_affinities", "on_device", "symmetrize_device", "to_scipy"]
 
 
 def symmetrize_device(idx, cond):
@@ -136,55 +130,117 @@ def _trim_tail(dist, p, tail: float):
     return torch.where(total > 0, kept / torch.where(total > 0, total, 1.0), p)
 
 
-def _balanced(X, codes, perplexity, within_weight, work_dtype, k=None,
-              tail=balanced.TAIL_MASS):
-    """Label-balanced P (:func:`ctsne.affinities.balanced.balanced_affinities`);
-    ``within_weight`` one own-class share, or one per class (a sequence); ``k``
-    neighbours per block (default the perplexity's) and ``tail`` the mass trimmed."""
+def balanced_device(lists, own_weight, perplexity: float, tail: float):
+    """The label-balanced P of device lists (:meth:`DeviceLists.balanced
+    <ctsne.torch_engine.neighbors.DeviceLists.balanced>`), as
+    :func:`ctsne.affinities.balanced.balanced_from_lists` builds it: ``own_weight`` one
+    own-class share or one per class, ``tail`` the mass trimmed from each block."""
     torch = load_torch()
-    n = X.shape[0]
-    k = n_neighbors_for(perplexity, n) if k is None else int(k)
-    w_own = default_within_weight("balanced") if within_weight is None else within_weight
-    own_i, own_d = own_class_knn(X, codes, k, work_dtype)
+    codes, k = lists.codes, lists.k
+    n = codes.shape[0]
     sizes = torch.bincount(codes).to(torch.float64)
     L = len(sizes)
-    w = torch.as_tensor(np.broadcast_to(np.asarray(w_own, dtype=np.float64), (L,)).copy(),
-                        device=X.device)[codes][:, None]
-    if L - 1 > PER_CLASS_UP_TO:
-        o_i, o_d = pooled_other_knn(X, codes, k, work_dtype)
+    w = torch.as_tensor(np.broadcast_to(np.asarray(own_weight, dtype=np.float64), (L,)).copy(),
+                        device=codes.device)[codes][:, None]
+    if lists.block_width is None:
         weights = torch.cat([w, 1.0 - w], 1)
         widths = [k, k]
     else:
-        k_other = other_block_width(k, L)
-        o_i, o_d = other_class_knn(X, codes, k_other, work_dtype)
-        ar = torch.arange(L - 1, device=X.device)[None, :]
+        ar = torch.arange(L - 1, device=codes.device)[None, :]
         block_class = ar + (ar >= codes[:, None]).to(ar.dtype)
         share = sizes[block_class] / (n - sizes[codes])[:, None]
         weights = torch.cat([w, (1.0 - w) * share], 1)
-        widths = [k] + [k_other] * (L - 1)
-    cond = _blocks(torch.cat([own_d, o_d], 1), widths, perplexity, k, weights, tail)
-    return symmetrize_device(torch.cat([own_i, o_i], 1), cond)
+        widths = [k] + [lists.block_width] * (L - 1)
+    cond = _blocks(torch.cat([lists.own_dist, lists.other_dist], 1), widths, perplexity, k,
+                   weights, tail)
+    return symmetrize_device(torch.cat([lists.own_idx, lists.other_idx], 1), cond)
 
 
-def _revised(X, codes, perplexity, within_weight, work_dtype):
-    """Revised ct-SNE's P (:func:`ctsne.affinities.balanced.revised_affinities`)."""
-    torch = load_torch()
-    n = X.shape[0]
-    k = n_neighbors_for(perplexity, n)
-    alpha = default_within_weight("revised") if within_weight is None else within_weight
-    own_i, own_d = own_class_knn(X, codes, k, work_dtype)
-    o_i, o_d = pooled_other_knn(X, codes, k, work_dtype)
-    weights = torch.tensor([[alpha, 1.0]], dtype=torch.float64, device=X.device).expand(n, 2)
-    cond = _blocks(torch.cat([own_d, o_d], 1), [k, k], perplexity, k, weights)
-    return symmetrize_device(torch.cat([own_i, o_i], 1), cond)
+class DeviceTable(StandardGraph):
+    """t-SNE's P before symmetrisation, on the device: the counterpart of
+    :class:`ctsne.affinities.graphs.ConditionalTable` (``idx``, ``cond`` tensors)."""
+
+    def __init__(self, idx, cond):
+        self.idx, self.cond = idx, cond
+
+    def diagnose(self, codes):
+        # table_sums' four sums, summed on the device; the summary is the host's
+        torch = load_torch()
+        codes = np.asarray(codes, dtype=np.int64)
+        c = torch.as_tensor(codes, device=self.idx.device)
+        L = int(codes.max()) + 1
+        cj = c[self.idx]
+        apart = cj != c[:, None]
+        row_mass = self.cond.sum(1)
+        across = torch.where(apart, self.cond, torch.zeros_like(self.cond))
+        row_cross = across.sum(1)
+        to_other = torch.bincount(cj[apart], weights=self.cond[apart], minlength=L)
+        mass = torch.bincount(c, weights=2.0 * row_mass - row_cross, minlength=L) + to_other
+        cross = torch.bincount(c, weights=row_cross, minlength=L) + to_other
+        return mixing_from_sums(*(t.cpu().numpy() for t in (mass, cross, row_mass,
+                                                              row_cross)), codes)
+
+    def diagnose_labelled(self, codes, labelled):
+        # rare (some labels missing): the host's table among the labelled points
+        return ConditionalTable(self.idx.cpu().numpy(),
+                                self.cond.cpu().numpy()).diagnose_labelled(codes, labelled)
+
+    def finish(self) -> sp.csr_matrix:
+        return to_scipy(symmetrize_device(self.idx, self.cond))
+
+
+class DevicePerplexityGraph(PerplexityGraph):
+    """:class:`ctsne.affinities.graphs.PerplexityGraph` built from :class:`DeviceLists
+    <ctsne.torch_engine.neighbors.DeviceLists>`: each step on the device."""
+
+    def standard(self, lists, *, expect_classes=False, own_search=False) -> DeviceTable:
+        idx, dist = lists.standard(self.k(len(lists.X)))
+        return DeviceTable(idx, calibrate_rows(dist, self.perplexity))
+
+    def balanced(self, lists, own_weight) -> sp.csr_matrix:
+        return to_scipy(balanced_device(lists, own_weight, self.perplexity,
+                                        balanced.TAIL_MASS))
+
+    def revised(self, own, other, alpha) -> sp.csr_matrix:
+        torch = load_torch()
+        n, k = own[0].shape
+        weights = torch.tensor([[alpha, 1.0]], dtype=torch.float64,
+                               device=own[0].device).expand(n, 2)
+        cond = _blocks(torch.cat([own[1], other[1]], 1), [k, k], self.perplexity, k, weights)
+        return to_scipy(symmetrize_device(torch.cat([own[0], other[0]], 1), cond))
+
+    def probe(self, lists):
+        return None  # DeviceLists merge no lists: nothing to guess
+
+
+class DeviceFuzzyGraph(FuzzyGraph):
+    """:class:`ctsne.affinities.graphs.FuzzyGraph` built from device lists."""
+
+    def standard(self, lists, *, expect_classes=False, own_search=False) -> FinishedGraph:
+        idx, dist = lists.standard(self.k(len(lists.X)))
+        return FinishedGraph(to_scipy(fuzzy_graph_device(
+            idx, dist, self.n_neighbors, self.set_op_mix_ratio, self.local_connectivity)))
+
+    def balanced(self, lists, own_weight) -> sp.csr_matrix:
+        # as FuzzyGraph.balanced: blocks of exactly k at perplexity k/3, every entry kept
+        P = to_scipy(balanced_device(lists, own_weight, lists.k / 3.0, 0.0))
+        return P / P.data.max()
+
+
+def on_device(graph):
+    """The device counterpart of a graph family (:mod:`ctsne.affinities.graphs`)."""
+    if isinstance(graph, FuzzyGraph):
+        return DeviceFuzzyGraph(graph.n_neighbors, graph.set_op_mix_ratio,
+                                graph.local_connectivity)
+    return DevicePerplexityGraph(graph.perplexity)
 
 
 def device_affinities(X: np.ndarray, graph, classes=None, affinities="auto",
                       within_weight=None, neighbors="auto", metric="euclidean",
                       random_state=None, n_jobs=None, labelled=None, device=None,
                       work_dtype=None) -> tuple[Affinities, object]:
-    """A fit's input graph, as the affinity mode builds it on the host
-    (:meth:`ctsne.affinities.modes.AffinityMode.build`), built on ``device``.
+    """A fit's input graph, as the affinity mode builds it
+    (:meth:`ctsne.affinities.modes.AffinityMode.build`), from lists on ``device``.
 
     Parameters
     ----------
@@ -206,48 +262,18 @@ def device_affinities(X: np.ndarray, graph, classes=None, affinities="auto",
     plan : str
         Where the neighbours were searched ("device", "faiss" or "host").
     """
-    torch = load_torch()
     if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
         graph = PerplexityGraph(float(graph))
-    fuzzy = isinstance(graph, FuzzyGraph)
     mode = resolve_mode(affinities, within_weight)
-    affinities, within_weight = mode.name, getattr(mode, "within_weight", None)
     X = to_safe_scale(X)
     n = X.shape[0]
     plan = search_plan(n, device, neighbors, metric)
-    trivial = classes is None or int(np.max(classes)) == 0
-    ruled = affinities == "auto" or (affinities == "balanced" and within_weight is None)
-    if not trivial and (ruled or (plan != "device" and affinities != "standard")):
-        # the rule's choice, or by-class lists at this size: the numba engine's searches
-        # (see the docstring)
+    if classes is not None and int(np.max(classes)) == 0:
+        classes = None  # one class: the standard graph
+    if classes is not None and plan != "device" and mode.name != "standard":
+        # by-class lists beyond the device's exact search: the numba engine's searches
         lists = NeighborLists(X, classes, method=neighbors, metric=metric,
                               random_state=random_state, n_jobs=n_jobs)
         return mode.build(lists, graph, labelled), "host"
-    Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)
-    codes = None if trivial else torch.as_tensor(np.asarray(classes, dtype=np.int64),
-                                                 device=device)
-    k = graph.k(n)
-    if not trivial and affinities in ("balanced", "revised"):
-        if fuzzy:  # FuzzyGraph.balanced: blocks of exactly k, every entry kept, P / max
-            P = to_scipy(_balanced(Xd, codes, k / 3.0, within_weight, work_dtype, k=k,
-                                   tail=0.0))
-            P = P / P.data.max()
-        elif affinities == "balanced":
-            P = to_scipy(_balanced(Xd, codes, graph.perplexity, within_weight, work_dtype))
-        else:
-            P = to_scipy(_revised(Xd, codes, graph.perplexity, within_weight, work_dtype))
-        return Affinities(P, affinities, prior_mixing(P, classes)), plan
-    if plan == "device":
-        idx, dist = standard_knn(Xd, k, plan, work_dtype)
-    else:
-        idx, dist = standard_knn(Xd, k, plan, work_dtype, random_state, n_jobs)
-    if fuzzy:
-        G = to_scipy(fuzzy_graph_device(idx, dist, graph.n_neighbors, graph.set_op_mix_ratio,
-                                        graph.local_connectivity))
-        return Affinities(G, "standard", None if trivial else prior_mixing(G, classes)), plan
-    cond = calibrate_rows(dist, graph.perplexity)
-    P = to_scipy(symmetrize_device(idx, cond))
-    if trivial:
-        return Affinities(P, "standard", None), plan
-    return Affinities(P, "standard",
-                      table_mixing(idx.cpu().numpy(), cond.cpu().numpy(), classes)), plan
+    lists = DeviceLists(X, classes, device, plan, work_dtype, random_state, n_jobs)
+    return mode.build(lists, on_device(graph), labelled), plan

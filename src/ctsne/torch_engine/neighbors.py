@@ -24,11 +24,13 @@ import importlib.util
 
 import numpy as np
 
+from ..affinities.balanced import PER_CLASS_UP_TO, other_block_width
+from ..neighbors.class_lists import BalancedLists
 from ..neighbors.search import nearest_neighbors
 from .device import load_torch
 
-__all__ = ["DEVICE_EXACT_UP_TO", "block_knn", "other_class_knn", "own_class_knn",
-           "pooled_other_knn", "search_plan", "standard_knn"]
+__all__ = ["DEVICE_EXACT_UP_TO", "DeviceLists", "block_knn", "other_class_knn",
+           "own_class_knn", "pooled_other_knn", "search_plan", "standard_knn"]
 
 # Exact search on the device up to this many points. The CPU's was the numba engine's
 # exact/approximate crossover when written (neighbors.search.APPROX_ABOVE, since moved to
@@ -244,3 +246,73 @@ def pooled_other_knn(X, codes, k: int, work_dtype=None):
         i, d = block_knn(X[rows], X[others], kc, work_dtype=work_dtype)
         idx[rows, :kc], dist[rows, :kc] = others[i], d
     return idx, dist
+
+
+class DeviceLists:
+    """A fit's neighbour lists searched on the device, as the affinity modes ask for them.
+
+    The part of :class:`ctsne.neighbors.provider.NeighborLists` that the modes of
+    :mod:`ctsne.affinities.modes` read (``X``, ``classes``, ``standard``, ``balanced``,
+    ``own_class``, ``pooled_others``, ``exact_standard``, ``merges_exactly``), with the
+    lists as device tensors: a mode's rule, ``"auto"``'s included, then runs as written
+    on lists that never leave the device. The standard lists come from ``plan``'s search
+    (:func:`standard_knn`); the by-class lists from the exact blocks, so a plan other
+    than "device" serves only fits without class lists.
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+        At a safe scale; kept on the host too (the counterpart trust reads samples of it).
+    classes : ndarray of int (n,) or None
+    device : torch.device
+    plan : str
+        From :func:`search_plan`.
+    work_dtype, random_state, n_jobs
+        As for :func:`standard_knn`.
+    """
+
+    # the device's lists are each search's own answer; none is merged from others
+    exact_standard = True
+
+    def __init__(self, X: np.ndarray, classes, device, plan: str = "device", work_dtype=None,
+                 random_state=None, n_jobs=None):
+        torch = load_torch()
+        self.X, self.classes, self.plan = X, classes, plan
+        self.Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)
+        self.codes = (None if classes is None else
+                      torch.as_tensor(np.asarray(classes, dtype=np.int64), device=device))
+        self.search = dict(work_dtype=work_dtype)
+        self.random_state, self.n_jobs = random_state, n_jobs
+        self._own = None
+
+    def merges_exactly(self, k: int) -> bool:
+        """False: the device's searches merge no lists (no search is saved by guessing)."""
+        return False
+
+    def standard(self, k: int, *, expect_classes: bool = False, own_search: bool = False):
+        """Each point's ``k`` nearest others, ``(idx, dist)`` tensors (n, k)."""
+        return standard_knn(self.Xd, k, self.plan, random_state=self.random_state,
+                            n_jobs=self.n_jobs, **self.search)
+
+    def own_class(self, k: int):
+        """Each point's ``k`` nearest points of its own class (found once)."""
+        if self._own is None or self._own[0] != k:
+            self._own = (k, *own_class_knn(self.Xd, self.codes, k, **self.search))
+        return self._own[1], self._own[2]
+
+    def balanced(self, k: int) -> BalancedLists:
+        """The own-class lists and, per other class (or pooled above
+        :data:`~ctsne.affinities.balanced.PER_CLASS_UP_TO` of them), the other-class ones."""
+        own_i, own_d = self.own_class(k)
+        L = int(self.codes.max()) + 1
+        if L - 1 > PER_CLASS_UP_TO:
+            o_i, o_d = pooled_other_knn(self.Xd, self.codes, k, **self.search)
+            width = None
+        else:
+            width = other_block_width(k, L)
+            o_i, o_d = other_class_knn(self.Xd, self.codes, width, **self.search)
+        return BalancedLists(self.codes, k, own_i, own_d, o_i, o_d, width)
+
+    def pooled_others(self, k: int, own_idx=None):
+        """Each point's ``k`` nearest points of all other classes."""
+        return pooled_other_knn(self.Xd, self.codes, k, **self.search)
