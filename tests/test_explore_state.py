@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from ctsne import ConditionalTSNE
+from ctsne.affinities.mixing import prior_mixing
 from ctsne.interfaces.explorer import session as session_mod
 from ctsne.interfaces.explorer.controller import Explorer
 from ctsne.interfaces.explorer.refit import RefitJob, fit_sharing_affinities
@@ -130,6 +131,24 @@ def test_refit_balances_a_separating_prior_as_a_fit_would():
     assert model.affinities_ == full.affinities_ == "balanced"
     assert abs(model.P_ - full.P_).max() < 1e-12
     assert fit_sharing_affinities(base, X, g, beta=0.1).P_ is model.P_  # kept for the prior
+
+
+def test_refit_under_auto_runs_the_estimators_rule():
+    # batches of the same groups, shifted: P is not "separated" by them, yet the rule
+    # switches (the batches hold counterparts and the standard P falls short of mixing)
+    rng = np.random.default_rng(0)
+    n = 300
+    g, b = rng.integers(0, 3, n), rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 4))
+    X[:, 0] += 4 * g
+    X[:, 1] -= 3 * g
+    X[:, 2] += 2.5 * b
+    base = _small_model().fit(X)
+    assert not prior_mixing(base.P_, b).separates
+    model = fit_sharing_affinities(base, X, b, beta=0.01)
+    full = _small_model().fit(X, b)
+    assert model.affinities_ == full.affinities_ == "balanced"
+    assert abs(model.P_ - full.P_).max() < 1e-12
 
 
 def test_refit_job_reports_progress_and_cancels():

@@ -34,8 +34,8 @@ from .mixing import (
 from .options import n_neighbors_for
 from .symmetry import symmetrize
 
-__all__ = ["ConditionalTable", "FinishedGraph", "FuzzyGraph", "PerplexityGraph", "StandardGraph",
-           "graph_cross_ratio"]
+__all__ = ["ConditionalTable", "FinishedGraph", "FuzzyGraph", "GivenStandard",
+           "PerplexityGraph", "StandardGraph", "graph_cross_ratio"]
 
 
 class StandardGraph:
@@ -217,3 +217,33 @@ class FuzzyGraph:
 
     def probe(self, lists):
         return None  # no sample of the fuzzy graph's rows: its standard lists go first
+
+
+class GivenStandard:
+    """A graph family whose standard graph was built before: a mode reads it instead of
+    searching (the explorer's refits, which share one standard P between priors).
+
+    Every other step (``k``, ``balanced``, ``revised``) is ``family``'s. The rule of
+    ``"auto"`` then reads the given graph's rows (:class:`FinishedGraph`) where a fit
+    reads its unsymmetrised table: the same class sums (P's), each point's cross ratio
+    from P's row rather than from its own conditional row.
+
+    Parameters
+    ----------
+    family : PerplexityGraph or FuzzyGraph
+    G : csr_matrix (n, n)
+        That family's standard graph of the data.
+    """
+
+    def __init__(self, family, G: sp.csr_matrix):
+        self.family, self.G = family, G
+
+    def __getattr__(self, name):
+        return getattr(self.family, name)
+
+    def standard(self, lists, *, expect_classes: bool = False,
+                 own_search: bool = False) -> StandardGraph:
+        return FinishedGraph(self.G)
+
+    def probe(self, lists):
+        return None  # nothing to guess: the standard graph costs nothing more

@@ -5,9 +5,10 @@ every step of an exploration after the first builds a new :class:`~ctsne.Conditi
 that shares the first model's ``P_`` (no neighbour search, no calibration) and optimises
 from the usual start (PCA on the within-class axes of the new prior), through
 :meth:`~ctsne.ConditionalTSNE.fit_affinities`. The exception is the estimator's
-``affinities`` rule: a prior that separates the data (measured on the shared standard P,
-:mod:`ctsne.affinities.mixing`) gets the label-balanced P under "auto", as a fit would;
-the last such P is kept for the next step with the same prior.
+``affinities`` rule: under "auto" the mode object's own rule reads the shared standard P
+(:class:`ctsne.affinities.graphs.GivenStandard`) and, where the prior is not mixed in it,
+builds the label-balanced P as a fit would; the last such P is kept for the next step
+with the same prior.
 """
 
 from __future__ import annotations
@@ -36,37 +37,41 @@ class SharedAffinities:
     def __init__(self, P, kind: str):
         self.P = P
         self.kind = kind
-        self._last: tuple | None = None  # ((the mode's repr, classes bytes), P)
+        self._last: tuple | None = None  # ((the mode's repr, classes bytes), P, kind)
 
     def for_classes(self, model, X: np.ndarray, classes) -> tuple:
         """``(P, kind)`` for a fit of ``model`` with these joint prior classes: the shared
-        P, or the P that ``model.affinities`` asks for (built once per prior)."""
-        from ...affinities.modes import Balanced, resolve_mode
+        P, or the P that ``model.affinities`` asks for (built once per prior). "auto"
+        runs its own rule with the shared P as its standard graph."""
+        from ...affinities.modes import resolve_mode
 
         # a mode object with its weight: a name takes the estimator's within_weight
         mode = resolve_mode(model.affinities, model.within_weight)
         if classes is None or self.kind != "standard" or mode.name == "standard":
             return self.P, self.kind
-        if mode.name == "auto":
-            from ...affinities.mixing import prior_mixing
-
-            if not prior_mixing(self.P, classes).separates:
-                return self.P, "standard"
-            mode = Balanced(within_weight=mode.within_weight)
         key = (repr(mode), classes.tobytes())
         if self._last is None or self._last[0] != key:
             # one kept: the last prior's
-            self._last = (key, _build(model, X, classes, mode).P)
-        return self._last[1], mode.name
+            built = _build(model, X, classes, mode, standard=self.P)
+            self._last = (key, built.P, built.mode)
+        return self._last[1], self._last[2]
 
 
-def _build(model, X: np.ndarray, classes, mode):
-    """The affinities a fit of ``model`` builds in ``mode`` (a name or a mode object)."""
-    from ...affinities.modes import input_affinities
+def _build(model, X: np.ndarray, classes, mode, standard=None):
+    """The affinities a fit of ``model`` builds in ``mode`` (a name or a mode object),
+    reading ``standard`` (a standard P of ``X``) instead of searching for it."""
+    from ...affinities.graphs import GivenStandard, PerplexityGraph
+    from ...affinities.modes import resolve_mode
+    from ...checks import to_safe_scale
+    from ...neighbors.provider import NeighborLists
 
-    return input_affinities(X, model.perplexity, classes, mode, None,
-                            neighbors=model.neighbors, metric=model.metric,
-                            random_state=model.random_state, n_jobs=model.n_jobs)
+    lists = NeighborLists(to_safe_scale(X), classes, method=model.neighbors,
+                          metric=model.metric, random_state=model.random_state,
+                          n_jobs=model.n_jobs)
+    graph = PerplexityGraph(model.perplexity)
+    if standard is not None:
+        graph = GivenStandard(graph, standard)
+    return resolve_mode(mode).build(lists, graph)
 
 
 # One per base model, dropped with it; nothing is stored on the model itself.
