@@ -159,3 +159,23 @@ def test_torch_engine_on_rank_one_data():
         Y = ConditionalTSNE(method=method, backend="torch", n_iter=20, early_exaggeration_iter=20,
                             random_state=0).fit_transform(X, np.arange(300) % 2)
         assert np.all(np.isfinite(Y)) and Y.std() > 0.1
+
+
+@pytest.mark.parametrize("cls", [ConditionalUMAP, ConditionalLargeVis])
+@pytest.mark.parametrize("start", ["one place", "flat axis", "collinear"])
+def test_graph_maps_refuse_a_start_they_could_never_leave(cls, start):
+    # UMAP's and LargeVis's forces between two points lie along their difference: a
+    # start with less than n_components dimensions of spread stays so (it gave maps with
+    # a zero-width axis, silently)
+    rng = np.random.default_rng(6)
+    n = 80
+    t = rng.normal(size=n)
+    Y0 = {"one place": np.full((n, 2), 3.0), "flat axis": np.c_[t, np.zeros(n)],
+          "collinear": np.c_[t, 1.0 - 2.0 * t]}[start]
+    X = rng.normal(size=(n, 4))
+    kw = {"perplexity": 10.0} if cls is ConditionalLargeVis else {"n_neighbors": 10}
+    with pytest.raises(ValueError, match="init array spans fewer than n_components"):
+        cls(init=Y0, **kw).fit(X)
+    Y = cls(init=Y0 + 1e-3 * rng.normal(size=(n, 2)), n_epochs=30, random_state=0,
+            **kw).fit_transform(X)  # a start with spread in every direction is taken
+    assert np.ptp(Y, axis=0).min() > 0.1

@@ -205,6 +205,18 @@ class GraphEmbedding(ConditionalEmbedding):
                              f"n_components) = ({n}, {self.n_components})")
         if not np.all(np.isfinite(Y)):
             raise ValueError("init array contains NaN or infinite values")
+        if len(Y) > self.n_components:
+            # every force between two points lies along their difference, so a start in a
+            # line (or a point, or a plane of a 3-D map) never leaves it
+            centred = Y - Y.mean(axis=0)
+            sv = np.linalg.svd(centred / max(np.abs(centred).max(), np.finfo(float).tiny),
+                               compute_uv=False)
+            if sv[-1] <= 1e-12 * max(sv[0], np.finfo(float).tiny):
+                raise ValueError(
+                    f"init array spans fewer than n_components = {self.n_components} "
+                    "dimensions (its points lie on a line, a plane or one place): the "
+                    "map could never leave them; give a start that varies in every "
+                    "direction, or init='spectral'")
         return Y
 
     def _start(self, X: np.ndarray, given: np.ndarray | None, classes: np.ndarray | None,
