@@ -67,6 +67,10 @@ class ConditionalTSNE(ConditionalEmbedding):
         When "auto" switched, ``standard_mixing_`` holds the standard P's.
     n_iter_ : int
         Iterations run in total.
+    early_exaggeration_ : float
+        The early exaggeration in force at the end of that phase: ``early_exaggeration``,
+        or less where it would only have shrunk the map to a point (it is then halved
+        until the map grows; the verbose progress names each step).
     timings_ : dict
         Seconds spent on the affinities (kNN + P) and on the optimisation, and within
         the optimisation on the attraction and the repulsion.
@@ -322,8 +326,11 @@ class ConditionalTSNE(ConditionalEmbedding):
         t0 = time.perf_counter()
         grad = self._gradient()
         self.timings_["optimization"] += time.perf_counter() - t0
-        self._run(self.early_exaggeration_iter, self.early_exaggeration, EARLY_MOMENTUM,
-                  grad=grad)
+        self.early_exaggeration_ = float(self.early_exaggeration)
+        used = self._run(self.early_exaggeration_iter, self.early_exaggeration,
+                         EARLY_MOMENTUM, grad=grad)
+        if used is not None:
+            self.early_exaggeration_ = used
         if not (self.interrupted_ or self._stopped):
             self._run(self.n_iter, self.exaggeration, FINAL_MOMENTUM, grad=grad)
         if self.n_iter_ == 0:  # no iteration ran (n_iter = early_exaggeration_iter = 0)
@@ -368,9 +375,10 @@ class ConditionalTSNE(ConditionalEmbedding):
                                        self.theta)
 
     def _run(self, n_iter: int, exaggeration: float, momentum: float,
-             learning_rate=None, grad=None) -> None:
+             learning_rate=None, grad=None) -> float | None:
+        """``n_iter`` iterations; the exaggeration in force at their end (None if none ran)."""
         if n_iter == 0:
-            return
+            return None
         n = self.embedding_.shape[0]
         lr = self.learning_rate if learning_rate is None else learning_rate
         if lr == "auto":
@@ -405,6 +413,7 @@ class ConditionalTSNE(ConditionalEmbedding):
                 f"optimisation interrupted after {self.n_iter_} iterations: embedding_ is "
                 "partial; call optimize() to continue", UserWarning, stacklevel=3)
         self.kl_divergence_ = float(grad.kl(in_order(self.embedding_, grad)))
+        return float(exaggeration if res.exaggeration is None else res.exaggeration)
 
     def optimize(self, n_iter: int = 250, exaggeration: float | None = None,
                  momentum: float = FINAL_MOMENTUM,
