@@ -31,7 +31,12 @@ from ctsne.optimization.negatives import NegativeSampler, draw  # noqa: E402
 from ctsne.optimization.sgd import epochs_per_sample, optimize_layout  # noqa: E402
 from ctsne.torch_engine.affinities import device_affinities, to_scipy  # noqa: E402
 from ctsne.torch_engine.fuzzy import fuzzy_graph_device, smooth_knn_device  # noqa: E402
-from ctsne.torch_engine.layout import draw_negatives, shifted_cdf, torch_layout  # noqa: E402
+from ctsne.torch_engine.layout import (  # noqa: E402
+    draw_negatives,
+    last_classes,
+    shifted_cdf,
+    torch_layout,
+)
 
 DEVICE = torch.device(os.environ.get("CTSNE_TEST_TORCH_DEVICE", "cpu"))
 
@@ -106,9 +111,32 @@ def test_a_batch_of_negatives_is_drawn_as_the_numba_draw():
                      for s, a, b in zip(src, u1, u2, strict=True)])
     got = draw_negatives(torch.tensor(sampler.members, device=DEVICE),
                          torch.tensor(sampler.offsets, device=DEVICE),
-                         shifted_cdf(sampler, DEVICE), torch.tensor(src, device=DEVICE),
+                         shifted_cdf(sampler, DEVICE), last_classes(sampler, DEVICE),
+                         torch.tensor(src, device=DEVICE),
                          torch.tensor(u1, device=DEVICE), torch.tensor(u2, device=DEVICE))
     np.testing.assert_array_equal(got.cpu().numpy(), want)
+
+
+def test_a_draw_near_1_stays_in_its_rows_last_class():
+    # u1 + 2r rounds up to the next row's start for u1 within 2⁻⁵² of 1; the last class
+    # here is empty, so a clamp to the last class would draw a point of class 1's size
+    sizes = np.array([5, 40, 0])
+    classes = np.repeat(np.arange(3), sizes)
+    W = np.where(np.eye(3, dtype=bool), 2.0, 0.5)
+    sampler = NegativeSampler.from_classes(classes, W).with_source_rows(np.full((5, 3), 0.5))
+    assert last_classes(sampler, DEVICE).cpu().tolist() == [1] * len(sampler.cdf)
+    rows = len(sampler.cdf)
+    src = np.arange(rows)
+    u1, u2 = np.full(rows, 1.0 - 2.0**-53), np.full(rows, 0.3)
+    want = [draw(sampler.members, sampler.offsets, sampler.cdf, r, a, b)
+            for r, a, b in zip(src, u1, u2, strict=True)]
+    got = draw_negatives(torch.tensor(sampler.members, device=DEVICE),
+                         torch.tensor(sampler.offsets, device=DEVICE),
+                         shifted_cdf(sampler, DEVICE), last_classes(sampler, DEVICE),
+                         torch.tensor(src, device=DEVICE), torch.tensor(u1, device=DEVICE),
+                         torch.tensor(u2, device=DEVICE))
+    np.testing.assert_array_equal(got.cpu().numpy(), want)
+    assert np.all(classes[got.cpu().numpy()] == 1)
 
 
 def test_an_attraction_only_run_takes_the_numba_steps():
@@ -153,17 +181,33 @@ def test_torch_maps_are_as_good_as_the_numba_maps(cls, with_prior):
     assert np.all(torch_q > numba_q - 0.01), (numba_q, torch_q)
 
 
-def test_a_seed_fixes_a_torch_map_and_transform_runs_on_the_host():
+def test_a_seed_fixes_a_torch_map_and_transform_runs_on_the_host(monkeypatch):
+    import ctsne.torch_engine.affinities as device_graphs
+    import ctsne.torch_engine.layout as device_layout
+
+    calls = []
+    for module, name in ((device_layout, "torch_layout"),
+                         (device_graphs, "fuzzy_graph_device")):
+        real = getattr(module, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
     X, y = load_digits(return_X_y=True)
     X, y = X[:500], y[:500]
     kw = dict(random_state=7, backend="torch", device=str(DEVICE), n_epochs=60)
     a = ConditionalUMAP(**kw).fit(X, y % 3)
+    # the fit ran on the device's graph and layout, not on the numba engine's
+    assert calls == ["fuzzy_graph_device", "torch_layout"]
     b = ConditionalUMAP(**kw).fit_transform(X, y % 3)
     np.testing.assert_array_equal(a.embedding_, b)
     other = ConditionalUMAP(**{**kw, "random_state": 8}).fit_transform(X, y % 3)
     assert np.abs(other - b).max() > 1e-3
     assert sp.issparse(a.graph_) and a.affinities_ in ("standard", "balanced")
     loaded = pickle.loads(pickle.dumps(a))
+    assert "_fit_engine" not in loaded.__dict__  # a device handle is chosen again
     np.testing.assert_array_equal(loaded.transform(X[:20], y[:20] % 3),
                                   a.transform(X[:20], y[:20] % 3))
 

@@ -10,7 +10,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["check_spread", "exact_duplicates", "tied_nearest", "to_safe_scale", "warn_ties"]
+__all__ = ["check_spread", "exact_duplicates", "tie_warnings", "tied_nearest", "to_safe_scale",
+           "warn_ties"]
 
 # Squared distances of data whose largest magnitude lies in [2**-SAFE_EXP, 2**SAFE_EXP]
 # stay far from float64's underflow (1e-308) and overflow (1e308) for any realistic number
@@ -165,16 +166,24 @@ def warn_ties(distances: np.ndarray, perplexity: float, X: np.ndarray | None = N
         dup = int(np.count_nonzero(exact_duplicates(X, indices, distances)))
     else:
         dup = int(np.count_nonzero(distances[:, 0] == 0.0))
-    if dup:
+    short = int(np.count_nonzero(tied_nearest(distances, perplexity, X, indices)))
+    tie_warnings(dup, short, n, perplexity, stacklevel=4)
+
+
+def tie_warnings(duplicates: int, short: int, n: int, perplexity: float,
+                 stacklevel: int = 3) -> None:
+    """:func:`warn_ties`'s warnings from its counts (an engine that counts on its own
+    device calls this): ``duplicates`` of ``n`` points have an exact copy, ``short`` more
+    nearest neighbours at one distance than ``perplexity``."""
+    if duplicates:
         warnings.warn(
-            f"{dup} of {n} points have an exact duplicate: copies share their "
+            f"{duplicates} of {n} points have an exact duplicate: copies share their "
             "neighbours' affinities and large groups of copies take over the map; "
             "deduplicate the rows (e.g. numpy.unique(X, axis=0)) unless the copies matter",
-            UserWarning, stacklevel=3)
-    short = int(np.count_nonzero(tied_nearest(distances, perplexity, X, indices)))
+            UserWarning, stacklevel=stacklevel)
     if short:
         warnings.warn(
             f"{short} points have more than perplexity={perplexity:g} nearest neighbours "
             "at the same distance (too few distinct neighbours): their affinities cannot "
             "reach the perplexity; deduplicate the data or lower the perplexity",
-            UserWarning, stacklevel=3)
+            UserWarning, stacklevel=stacklevel)

@@ -159,15 +159,27 @@ class PerplexityGraph:
 
     def balanced(self, lists, own_weight) -> sp.csr_matrix:
         """The label-balanced P of ``lists`` (:class:`~ctsne.affinities.balanced.BalancedLists`)."""
-        from .balanced import balanced_from_lists
-
-        return balanced_from_lists(lists, own_weight, self.perplexity)
+        return self.balanced_P(lists, own_weight, self.perplexity, None)
 
     def revised(self, own: tuple, other: tuple, alpha: float) -> sp.csr_matrix:
         """Revised ct-SNE's P from the own-class and the pooled other-class lists."""
+        return self.revised_P(own, other, alpha, self.perplexity)
+
+    # how the blocks are calibrated and joined: the host's kernels (the torch engine's
+    # families run the same steps on the device)
+    @staticmethod
+    def balanced_P(lists, own_weight, perplexity: float, tail: float | None) -> sp.csr_matrix:
+        """:func:`ctsne.affinities.balanced.balanced_from_lists`."""
+        from .balanced import balanced_from_lists
+
+        return balanced_from_lists(lists, own_weight, perplexity, tail=tail)
+
+    @staticmethod
+    def revised_P(own: tuple, other: tuple, alpha: float, perplexity: float) -> sp.csr_matrix:
+        """:func:`ctsne.affinities.balanced.revised_from_lists`."""
         from .balanced import revised_from_lists
 
-        return revised_from_lists(own, other, alpha, self.perplexity)
+        return revised_from_lists(own, other, alpha, perplexity)
 
     def probe(self, lists):
         """A sample of the standard P's rows, before it is built
@@ -208,12 +220,12 @@ class FuzzyGraph:
                                      self.local_connectivity))
 
     def balanced(self, lists, own_weight) -> sp.csr_matrix:
-        from .balanced import balanced_from_lists
-
         # perplexity k/3 gives blocks of exactly the fuzzy graph's k neighbours; every
         # entry is kept (the tail trim, TAIL_MASS, is a choice for t-SNE's P)
-        P = balanced_from_lists(lists, own_weight, lists.k / 3.0, tail=0.0)
+        P = self.balanced_P(lists, own_weight, lists.k / 3.0, 0.0)
         return P / P.data.max()
+
+    balanced_P = staticmethod(PerplexityGraph.balanced_P)
 
     def probe(self, lists):
         return None  # no sample of the fuzzy graph's rows: its standard lists go first
@@ -239,6 +251,8 @@ class GivenStandard:
         self.family, self.G = family, G
 
     def __getattr__(self, name):
+        if name == "family" or name.startswith("__"):  # copies look before __init__ ran
+            raise AttributeError(name)
         return getattr(self.family, name)
 
     def standard(self, lists, *, expect_classes: bool = False,

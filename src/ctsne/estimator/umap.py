@@ -207,8 +207,10 @@ class GraphEmbedding(ConditionalEmbedding):
             raise ValueError("init array contains NaN or infinite values")
         if len(Y) > self.n_components:
             # every force between two points lies along their difference, so a start in a
-            # line (or a point, or a plane of a 3-D map) never leaves it
-            centred = Y - Y.mean(axis=0)
+            # line (or a point, or a plane of a 3-D map) never leaves it; judged on the
+            # start the SGD gets (each axis rescaled into the box)
+            boxed = _to_box(Y)
+            centred = boxed - boxed.mean(axis=0)
             sv = np.linalg.svd(centred / max(np.abs(centred).max(), np.finfo(float).tiny),
                                compute_uv=False)
             if sv[-1] <= 1e-12 * max(sv[0], np.finfo(float).tiny):

@@ -166,14 +166,17 @@ _TAIL = {
         "loss); one that returns True stops the fit, which keeps the embedding of the "
         "last epoch done. ``transform`` calls none."),
     "callbacks_every_iters": _row("callbacks_every_iters", "Epochs between callback calls."),
-    "backend": _row(
-        "backend",
-        '"numba": the CPU engine. "torch": the graph (the neighbour search, the memberships '
-        "or P, their symmetrisation) and the SGD on a PyTorch device "
-        "(:mod:`ctsne.torch_engine`; ``pip install ctsne[gpu]``). Each epoch's steps are "
-        "then computed from the epoch's start and summed, where the CPU engine moves a "
-        "point edge after edge (the maps agree in quality, not bit for bit); "
-        "``transform`` runs on the CPU engine."),
+    "backend": replace(
+        PARAMETERS["backend"],
+        doc='"numba": the CPU engine. "torch": the graph (the neighbour search, the '
+        "memberships or P, their symmetrisation) and the SGD on a PyTorch device "
+        "(:mod:`ctsne.torch_engine`; ``pip install ctsne[gpu]``). An epoch then runs in "
+        "two synchronous passes (every attraction from the epoch's start, then every "
+        "negative from the moved map), where the CPU engine moves a point edge after "
+        "edge: the maps agree in quality, not bit for bit. ``transform`` runs on the "
+        "CPU engine.",
+        checked_later="the torch engine: that torch imports and the device is there "
+        "(GraphEmbedding.fit_transform, before the search)"),
     "device": PARAMETERS["device"],
     "precision": _row(
         "precision",

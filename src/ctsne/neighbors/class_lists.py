@@ -16,8 +16,8 @@ import numpy as np
 from .by_class import other_class_neighbors, own_class_neighbors
 from .pooled import pooled_other_neighbors
 
-__all__ = ["K_MIN", "OTHER_SHARE", "PER_CLASS_UP_TO", "BalancedLists", "class_lists",
-           "other_block_width"]
+__all__ = ["K_MIN", "OTHER_SHARE", "PER_CLASS_UP_TO", "BalancedLists", "block_width_for",
+           "class_lists", "other_block_width"]
 
 # Up to this many other classes each gets a block of its own (L − 1 searches with a
 # small k, about one full search in all); above, the other classes are pooled.
@@ -35,6 +35,13 @@ def other_block_width(k: int, L: int) -> int:
     """Neighbours in each per-class block of a point with ``L − 1`` other classes:
     ``min(k, max(K_MIN, ⌈OTHER_SHARE·k/(L − 1)⌉))``."""
     return min(k, max(K_MIN, int(np.ceil(OTHER_SHARE * k / (L - 1)))))
+
+
+def block_width_for(k: int, L: int) -> int | None:
+    """The other-class blocks of lists of ``k`` among ``L`` classes: per-class blocks of
+    :func:`other_block_width` neighbours, or None (one pooled list of k) above
+    :data:`PER_CLASS_UP_TO` other classes."""
+    return None if L - 1 > PER_CLASS_UP_TO else other_block_width(k, L)
 
 
 @dataclass
@@ -90,12 +97,11 @@ def class_lists(X, codes, k, neighbors="auto", metric="euclidean", random_state=
               "n_jobs": n_jobs}
     own_idx, own_dist = own if own is not None else own_class_neighbors(
         X, codes, k, known=known, **search)
-    L = int(codes.max()) + 1
-    if L - 1 > PER_CLASS_UP_TO:
+    k_other = block_width_for(k, int(codes.max()) + 1)
+    if k_other is None:
         o_idx, o_dist = pooled_other_neighbors(X, codes, k, own_idx=own_idx,
                                                far_search=far_search, **search)
         return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, None)
-    k_other = other_block_width(k, L)
     o_idx, o_dist = other_class_neighbors(X, codes, k_other, own_idx=own_idx,
                                           far_search=far_search, **search)
     return BalancedLists(codes, k, own_idx, own_dist, o_idx, o_dist, k_other)

@@ -11,13 +11,17 @@ Every rule is the modes' own, written once: ``"auto"`` reads the device table's
 cross-class sums (summed on the device, summarised by
 :func:`ctsne.affinities.mixing.mixing_from_sums`) and, where it must, the counterpart trust
 (:func:`ctsne.affinities.counterpart.counterpart_trust`, a statistic of a few thousand
-sampled points, on the host), then switches as the numba engine does; both engines give
-the same graph. What reaches the host is the finished graph (the estimator's ``P_`` or
-``graph_``) and per-class and per-row sums. Where the search plan is "host" or "faiss"
-(:func:`ctsne.torch_engine.neighbors.search_plan`: above the device's exact search, or a
-metric other than Euclidean), the standard lists come from that search and the modes that
-need by-class lists are built by the numba engine on the host (its by-class searches and
-representatives).
+sampled points, on the host), then switches as the numba engine does. From the same
+lists both engines give the same graph; the device's search is exact up to
+:data:`~ctsne.torch_engine.neighbors.DEVICE_EXACT_UP_TO`, the numba engine's only up to
+its own threshold (``neighbors="auto"``, :doc:`/engines`), so between the two the lists,
+and with them P and "auto"'s choice, may differ as exact and approximate lists do. The
+sums are the host's in another order: equal to rounding. What reaches the host is the
+finished graph (the estimator's ``P_`` or ``graph_``) and per-class and per-row sums.
+Where the search plan is "host" or "faiss" (:func:`ctsne.torch_engine.neighbors.search_plan`:
+above the device's exact search, or a metric other than Euclidean), the standard lists
+come from that search and the modes that need by-class lists are built by the numba
+engine on the host (its by-class searches and representatives).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from ..affinities.graphs import (
 )
 from ..affinities.mixing import mixing_from_sums
 from ..affinities.modes import Affinities, resolve_mode
-from ..checks import to_safe_scale
+from ..checks import tie_warnings, to_safe_scale
 from ..neighbors.provider import NeighborLists
 from .calibration import calibrate_rows
 from .device import load_torch
@@ -189,42 +193,59 @@ class DeviceTable(StandardGraph):
         return to_scipy(symmetrize_device(self.idx, self.cond))
 
 
-class DevicePerplexityGraph(PerplexityGraph):
+def _warn_ties(dist, perplexity: float) -> None:
+    """:func:`ctsne.checks.warn_ties` on device lists: their distances are float64 from
+    coordinate differences, so a distance of 0 is an exact copy and equal distances tie."""
+    n, k = dist.shape
+    if n == 0 or k == 0:
+        return
+    dup = int((dist[:, 0] == 0).sum())
+    short = 0
+    first = int(np.floor(perplexity))
+    if first < k:
+        ties = (dist == dist[:, :1]).sum(1)
+        short = int(((dist[:, first] == dist[:, 0]) & (ties > perplexity)).sum())
+    tie_warnings(dup, short, n, perplexity, stacklevel=4)
+
+
+class _Calibrated:
+    # the families' "how" on the device (their rules are the host families')
+    @staticmethod
+    def balanced_P(lists, own_weight, perplexity, tail) -> sp.csr_matrix:
+        tail = balanced.TAIL_MASS if tail is None else float(tail)
+        return to_scipy(balanced_device(lists, own_weight, perplexity, tail))
+
+    @staticmethod
+    def revised_P(own, other, alpha, perplexity) -> sp.csr_matrix:
+        torch = load_torch()
+        n, k = own[0].shape
+        weights = torch.tensor([[alpha, 1.0]], dtype=torch.float64,
+                               device=own[0].device).expand(n, 2)
+        cond = _blocks(torch.cat([own[1], other[1]], 1), [k, k], perplexity, k, weights)
+        return to_scipy(symmetrize_device(torch.cat([own[0], other[0]], 1), cond))
+
+
+class DevicePerplexityGraph(_Calibrated, PerplexityGraph):
     """:class:`ctsne.affinities.graphs.PerplexityGraph` built from :class:`DeviceLists
     <ctsne.torch_engine.neighbors.DeviceLists>`: each step on the device."""
 
     def standard(self, lists, *, expect_classes=False, own_search=False) -> DeviceTable:
         idx, dist = lists.standard(self.k(len(lists.X)))
+        _warn_ties(dist, self.perplexity)
         return DeviceTable(idx, calibrate_rows(dist, self.perplexity))
-
-    def balanced(self, lists, own_weight) -> sp.csr_matrix:
-        return to_scipy(balanced_device(lists, own_weight, self.perplexity,
-                                        balanced.TAIL_MASS))
-
-    def revised(self, own, other, alpha) -> sp.csr_matrix:
-        torch = load_torch()
-        n, k = own[0].shape
-        weights = torch.tensor([[alpha, 1.0]], dtype=torch.float64,
-                               device=own[0].device).expand(n, 2)
-        cond = _blocks(torch.cat([own[1], other[1]], 1), [k, k], self.perplexity, k, weights)
-        return to_scipy(symmetrize_device(torch.cat([own[0], other[0]], 1), cond))
 
     def probe(self, lists):
         return None  # DeviceLists merge no lists: nothing to guess
 
 
-class DeviceFuzzyGraph(FuzzyGraph):
+class DeviceFuzzyGraph(_Calibrated, FuzzyGraph):
     """:class:`ctsne.affinities.graphs.FuzzyGraph` built from device lists."""
 
     def standard(self, lists, *, expect_classes=False, own_search=False) -> FinishedGraph:
         idx, dist = lists.standard(self.k(len(lists.X)))
+        _warn_ties(dist, float(dist.shape[1]))
         return FinishedGraph(to_scipy(fuzzy_graph_device(
             idx, dist, self.n_neighbors, self.set_op_mix_ratio, self.local_connectivity)))
-
-    def balanced(self, lists, own_weight) -> sp.csr_matrix:
-        # as FuzzyGraph.balanced: blocks of exactly k at perplexity k/3, every entry kept
-        P = to_scipy(balanced_device(lists, own_weight, lists.k / 3.0, 0.0))
-        return P / P.data.max()
 
 
 def on_device(graph):

@@ -18,7 +18,9 @@ there, and ``tests/test_torch_layout.py`` checks them against it.
 Random numbers come from one ``torch.Generator`` seeded by the fit, drawn in a fixed
 order; the sums run through ``index_add_``, which is deterministic on the CPU and, with
 :func:`torch.use_deterministic_algorithms` switched on for the run, on CUDA, so that a
-seed fixes the map on a given device.
+seed fixes the map on a given device. That switch is PyTorch's, for the whole process:
+while a CUDA layout runs, other threads' torch work (and the user's callbacks) run under
+it too, with a warning from any operation that has no deterministic form.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ..optimization.negatives import NegativeSampler
 from ..optimization.sgd import GRADIENT_CLIP, REPULSION_EPS
 from .device import load_torch
 
-__all__ = ["draw_negatives", "shifted_cdf", "torch_layout"]
+__all__ = ["draw_negatives", "last_classes", "shifted_cdf", "torch_layout"]
 
 
 @contextmanager
@@ -59,15 +61,24 @@ def shifted_cdf(sampler: NegativeSampler, device):
     return (torch.as_tensor(sampler.cdf, device=device) + 2.0 * rows).reshape(-1)
 
 
-def draw_negatives(members, offsets, cdf_shifted, src, u1, u2):
+def last_classes(sampler: NegativeSampler, device):
+    """Each source row's last class of positive probability (a draw never goes past it)."""
+    torch = load_torch()
+    mass = np.diff(sampler.cdf, axis=1, prepend=0.0) > 0
+    last = mass.shape[1] - 1 - np.argmax(mass[:, ::-1], axis=1)
+    return torch.as_tensor(last.astype(np.int64), device=device)
+
+
+def draw_negatives(members, offsets, cdf_shifted, last, src, u1, u2):
     """:func:`ctsne.optimization.negatives.draw` for a batch of draws: for each, the first
     class whose cumulative probability for source row ``src`` exceeds ``u1`` (one sorted
-    search of all rows at once, :func:`shifted_cdf`), then the member of that class at
-    ``u2``."""
+    search of all rows at once, :func:`shifted_cdf`; where the shift's rounding carries a
+    ``u1`` near 1 past the row, the row's last class, ``last``), then the member of that
+    class at ``u2``."""
     torch = load_torch()
     L = offsets.numel() - 1
     at = torch.searchsorted(cdf_shifted, u1 + 2.0 * src.to(u1.dtype), right=True)
-    cls = (at - src * L).clamp(0, L - 1)
+    cls = torch.minimum((at - src * L).clamp(min=0), last[src])
     start = offsets[cls]
     size = offsets[cls + 1] - start
     return members[start + torch.minimum((u2 * size).to(torch.int64), size - 1)]
@@ -118,6 +129,7 @@ def torch_layout(Y: np.ndarray, head: np.ndarray, tail: np.ndarray,
     members = torch.as_tensor(sampler.members, **as_long)
     offsets = torch.as_tensor(sampler.offsets, **as_long)
     cdf_shifted = shifted_cdf(sampler, dev)
+    last = last_classes(sampler, dev)
     source = torch.as_tensor(sampler.classes, **as_long)
     weight = torch.as_tensor(sampler.sample_weight, device=dev).to(dtype)
     gen = torch.Generator(device=dev).manual_seed(int(seed) % (2**63))
@@ -152,7 +164,7 @@ def torch_layout(Y: np.ndarray, head: np.ndarray, tail: np.ndarray,
                 u = torch.rand((2, rh.numel()), generator=gen, device=dev,
                                dtype=torch.float64)
                 src = source[rh]
-                m = draw_negatives(members, offsets, cdf_shifted, src, u[0], u[1])
+                m = draw_negatives(members, offsets, cdf_shifted, last, src, u[0], u[1])
                 other = m != rh  # a draw of the head itself: no force
                 rh, m, src = rh[other], m[other], src[other]
                 diff = Yd[rh] - Yd[m]

@@ -24,8 +24,7 @@ import importlib.util
 
 import numpy as np
 
-from ..affinities.balanced import PER_CLASS_UP_TO, other_block_width
-from ..neighbors.class_lists import BalancedLists
+from ..neighbors.class_lists import BalancedLists, block_width_for
 from ..neighbors.search import nearest_neighbors
 from .device import load_torch
 
@@ -257,7 +256,8 @@ class DeviceLists:
     lists as device tensors: a mode's rule, ``"auto"``'s included, then runs as written
     on lists that never leave the device. The standard lists come from ``plan``'s search
     (:func:`standard_knn`); the by-class lists from the exact blocks, so a plan other
-    than "device" serves only fits without class lists.
+    than "device" serves only modes that need no class lists (``"standard"``, or a fit
+    without a prior).
 
     Parameters
     ----------
@@ -301,15 +301,13 @@ class DeviceLists:
         return self._own[1], self._own[2]
 
     def balanced(self, k: int) -> BalancedLists:
-        """The own-class lists and, per other class (or pooled above
-        :data:`~ctsne.affinities.balanced.PER_CLASS_UP_TO` of them), the other-class ones."""
+        """The own-class lists and the other-class ones, per class or pooled
+        (:func:`ctsne.neighbors.class_lists.block_width_for`)."""
         own_i, own_d = self.own_class(k)
-        L = int(self.codes.max()) + 1
-        if L - 1 > PER_CLASS_UP_TO:
+        width = block_width_for(k, int(self.codes.max()) + 1)
+        if width is None:
             o_i, o_d = pooled_other_knn(self.Xd, self.codes, k, **self.search)
-            width = None
         else:
-            width = other_block_width(k, L)
             o_i, o_d = other_class_knn(self.Xd, self.codes, width, **self.search)
         return BalancedLists(self.codes, k, own_i, own_d, o_i, o_d, width)
 

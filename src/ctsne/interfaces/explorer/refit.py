@@ -37,27 +37,29 @@ class SharedAffinities:
     def __init__(self, P, kind: str):
         self.P = P
         self.kind = kind
-        self._last: tuple | None = None  # ((the mode's repr, classes bytes), P, kind)
+        self._last: tuple | None = None  # ((mode, classes, labelled), P, kind)
 
-    def for_classes(self, model, X: np.ndarray, classes) -> tuple:
+    def for_classes(self, model, X: np.ndarray, classes, labelled=None) -> tuple:
         """``(P, kind)`` for a fit of ``model`` with these joint prior classes: the shared
         P, or the P that ``model.affinities`` asks for (built once per prior). "auto"
-        runs its own rule with the shared P as its standard graph."""
+        runs its own rule with the shared P as its standard graph; ``labelled`` marks the
+        points whose labels are known, as a fit passes it."""
         from ...affinities.modes import resolve_mode
 
         # a mode object with its weight: a name takes the estimator's within_weight
         mode = resolve_mode(model.affinities, model.within_weight)
         if classes is None or self.kind != "standard" or mode.name == "standard":
             return self.P, self.kind
-        key = (repr(mode), classes.tobytes())
+        key = (repr(mode), classes.tobytes(),
+               None if labelled is None else np.packbits(labelled).tobytes())
         if self._last is None or self._last[0] != key:
             # one kept: the last prior's
-            built = _build(model, X, classes, mode, standard=self.P)
+            built = _build(model, X, classes, mode, standard=self.P, labelled=labelled)
             self._last = (key, built.P, built.mode)
         return self._last[1], self._last[2]
 
 
-def _build(model, X: np.ndarray, classes, mode, standard=None):
+def _build(model, X: np.ndarray, classes, mode, standard=None, labelled=None):
     """The affinities a fit of ``model`` builds in ``mode`` (a name or a mode object),
     reading ``standard`` (a standard P of ``X``) instead of searching for it."""
     from ...affinities.graphs import GivenStandard, PerplexityGraph
@@ -71,7 +73,7 @@ def _build(model, X: np.ndarray, classes, mode, standard=None):
     graph = PerplexityGraph(model.perplexity)
     if standard is not None:
         graph = GivenStandard(graph, standard)
-    return resolve_mode(mode).build(lists, graph)
+    return resolve_mode(mode).build(lists, graph, labelled)
 
 
 # One per base model, dropped with it; nothing is stored on the model itself.
@@ -141,7 +143,8 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
     encoded = make_prior(prior, len(X), beta=beta, combine=model.combine,
                          missing=model.missing)
     classes = None if encoded is None or encoded.is_trivial else encoded.joint_codes()
-    P, kind = shared_affinities(base, X).for_classes(model, X, classes)
+    labelled = None if classes is None else ~encoded.missing_mask()
+    P, kind = shared_affinities(base, X).for_classes(model, X, classes, labelled)
     with warnings.catch_warnings():
         # a cancelled run is reported by the job, not as a warning
         warnings.filterwarnings("ignore", message="optimisation interrupted")
