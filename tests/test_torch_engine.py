@@ -355,3 +355,21 @@ def test_auto_with_missing_labels_decides_as_the_numba_engine(blobs):
     assert plan == "device" and built.mode == ref.mode == "balanced"
     assert built.cross_share.reason == ref.cross_share.reason
     assert abs(built.P - ref.P).max() <= 1e-6
+
+
+def test_the_host_search_keeps_the_metric_and_the_numba_rule(blobs, monkeypatch):
+    # where the device does not search (another metric, or above its exact search) the
+    # host's search runs with the fit's metric and its own exact/approximate rule: the
+    # numba engine's lists, so its P (it searched Euclidean, approximately, before)
+    import ctsne.torch_engine.affinities as device_graphs
+
+    X, codes, _ = blobs
+    ref = input_affinities(X, 20.0, None, "standard", metric="cosine")
+    built, plan = device_affinities(X, 20.0, None, "standard", metric="cosine",
+                                    device=DEVICE)
+    assert plan == "host" and abs(built.P - ref.P).max() < 1e-15
+    # as above the device's exact search without FAISS
+    monkeypatch.setattr(device_graphs, "search_plan", lambda *args: "host")
+    ref = input_affinities(X, 20.0, codes, "standard")
+    built, plan = device_affinities(X, 20.0, codes, "standard", device=DEVICE)
+    assert plan == "host" and abs(built.P - ref.P).max() < 1e-15

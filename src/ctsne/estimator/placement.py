@@ -45,12 +45,10 @@ from ..forces.attraction import attraction_to_fixed
 from ..forces.repulsion.reference import ReferenceRepulsion
 from ..optimization.optimizer import FINAL_MOMENTUM, GAIN_DECAY, GAIN_GROWTH, MIN_GAIN
 from ..prior import Prior, column_names, label_values, split_columns
+from ..tuning import PLACEMENT_QUERY_CHUNK as QUERY_CHUNK
 
 __all__ = ["encode_new_prior", "placement_objective", "place_points", "reference_neighbors"]
 
-# New points per neighbour query: bounds the (chunk, n_ref) distance block of a
-# brute-force search whatever the number of new points.
-QUERY_CHUNK = 5000
 # A new point has settled once its step stayed below STEP_TOL (map units, where the kernel
 # has unit width) for CALM_STEPS steps in a row; it then stops moving and is no longer
 # evaluated. Measured on a 2,000-point map and on the 100,000-point benchmark map: a step

@@ -18,6 +18,8 @@ import numba
 import numpy as np
 
 from .._parallel import sum_in_order, threaded
+from ..tuning import STEP_IN_NUMPY_BELOW
+from ..tuning import STEP_PARALLEL_FROM_COORDS as PARALLEL_FROM_COORDS
 
 __all__ = ["EARLY_MOMENTUM", "FINAL_MOMENTUM", "GAIN_GROWTH", "GAIN_DECAY", "MIN_GAIN",
            "ExaggerationGuard", "OptimizerState", "auto_learning_rate", "gradient_descent",
@@ -199,13 +201,6 @@ class _StopRequest:
             signal.signal(signal.SIGINT, self._old)
 
 
-# Coordinates (n·d) from which a step runs in parts on ctsne's threads: ~5 ns of serial
-# work each.
-PARALLEL_FROM_COORDS = 50_000
-# Below this many coordinates a step runs in numpy (`_step_small`): the kernel costs
-# ~0.6 CPU-s to compile in a new environment, numpy ~80 µs more a step at 1,000 points in
-# 2-D and ~140 µs at 2,500 (0.06-0.1 s in a fit of 750 steps).
-STEP_IN_NUMPY_BELOW = 5_000
 
 
 @threaded(PARALLEL_FROM_COORDS)

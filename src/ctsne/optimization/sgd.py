@@ -49,6 +49,7 @@ import numba
 import numpy as np
 
 from .._parallel import threaded
+from ..tuning import SGD_PARALLEL_FROM_EDGES as PARALLEL_FROM_EDGES
 from .negatives import NegativeSampler, draw
 
 __all__ = ["GRADIENT_CLIP", "REPULSION_EPS", "attraction_coefficient", "edge_keys",
@@ -59,11 +60,6 @@ __all__ = ["GRADIENT_CLIP", "REPULSION_EPS", "attraction_coefficient", "edge_key
 GRADIENT_CLIP = 4.0
 # Added to d² in the repulsion's denominator, as UMAP's layout does, for the same reason.
 REPULSION_EPS = 0.001
-# Edges from which an epoch runs in parts on ctsne's threads (ctsne._parallel.Threaded,
-# one serial build: numba's parallel build cost ~1.5 CPU-s more in a new environment): an
-# epoch scans every edge (a few ns each) and samples a share of them (~0.3 µs with 5
-# negatives), so 20,000 edges are a few ms of serial work, well above a hand-off.
-PARALLEL_FROM_EDGES = 20_000
 
 # splitmix64 (Steele, Lea & Flood 2014): its increment and finaliser constants. Typed as
 # uint64 so that numba keeps the arithmetic unsigned and wrapping.

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 from scipy.sparse import linalg as splinalg
 
+from ..tuning import SPECTRAL_DENSE_BELOW as DENSE_BELOW
 from .initialization import initial_embedding
 
 __all__ = ["COMPONENT_RADIUS", "DENSE_BELOW", "INIT_JITTER", "INIT_MAX_COORD", "SPECTRAL_NCV_MAX",
@@ -34,9 +35,6 @@ __all__ = ["COMPONENT_RADIUS", "DENSE_BELOW", "INIT_JITTER", "INIT_MAX_COORD", "
 # The starts' largest |coordinate| and the jitter's standard deviation (umap-learn's).
 INIT_MAX_COORD = 10.0
 INIT_JITTER = 1e-4
-# Components smaller than this are solved densely (exact, and ARPACK needs more vertices
-# than vectors asked for).
-DENSE_BELOW = 500
 # ARPACK: relative tolerance on the eigenvalues (umap-learn's: a start needs no more, and
 # 1e-6 took 3× as long on 50 000 uniform points in a cube, 24 s instead of 8.5 s), and the
 # cap on Lanczos vectors (umap-learn takes √n of them, 8 GB for a million points; 32 or 128

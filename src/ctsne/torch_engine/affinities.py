@@ -296,5 +296,6 @@ def device_affinities(X: np.ndarray, graph, classes=None, affinities="auto",
         lists = NeighborLists(X, classes, method=neighbors, metric=metric,
                               random_state=random_state, n_jobs=n_jobs)
         return mode.build(lists, graph, labelled), "host"
-    lists = DeviceLists(X, classes, device, plan, work_dtype, random_state, n_jobs)
+    lists = DeviceLists(X, classes, device, plan, work_dtype, random_state, n_jobs,
+                        method=neighbors, metric=metric)
     return mode.build(lists, on_device(graph), labelled), plan

@@ -15,13 +15,11 @@ from __future__ import annotations
 import math
 
 from ..affinities.fuzzy import MIN_SIGMA_SCALE, SMOOTH_MAX_ITER, SMOOTH_TOL
+from ..tuning import FUZZY_CHECK_EVERY as _CHECK_EVERY
 from .device import load_torch
 
 __all__ = ["fuzzy_graph_device", "smooth_knn_device"]
 
-# Bisection steps between the checks whether any row is still moving (each check waits
-# for the device).
-_CHECK_EVERY = 16
 
 
 def smooth_knn_device(dist, n_neighbors: int, local_connectivity: float = 1.0):

@@ -14,20 +14,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..prior import Prior, PriorTerm
+from ..tuning import TORCH_EXACT_UP_TO as EXACT_UP_TO
+from ..tuning import TORCH_KEEP_WEIGHTS_UP_TO as KEEP_WEIGHTS_UP_TO
 from .attraction import DeviceAttraction
 from .device import TORCH_METHODS, load_torch
 from .distributed import Shard
 from .repulsion import FFTRepulsion, Groups, exact_repulsion
 
 __all__ = ["EXACT_UP_TO", "TorchGradient", "choose_method"]
-# method="auto": the exact O(n²) kernel up to this many points (and for d > 2), the
-# batched FFT above. On the CPU the numba engine's crossover for one group
-# (forces.repulsion.conditional.EXACT_BELOW); on a GPU the exact kernel is ~1e10 pairs a
-# second, so a few thousand points are still cheaper than the FFT grids' fixed cost
-# (estimated, not measured: no GPU was lent to the session that wrote this).
-EXACT_UP_TO = {"cpu": 500, "cuda": 4_000}
-# The exact kernel keeps the (n, n) pair weights up to this many pairs (128 MB in float64).
-KEEP_WEIGHTS_UP_TO = 1 << 24
 
 
 def choose_method(method: str, n: int, d: int, device) -> str:

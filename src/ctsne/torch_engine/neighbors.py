@@ -26,22 +26,13 @@ import numpy as np
 
 from ..neighbors.class_lists import BalancedLists, block_width_for
 from ..neighbors.search import nearest_neighbors
+from ..tuning import DEVICE_BLOCK_ENTRIES as BLOCK_ENTRIES
+from ..tuning import DEVICE_EXACT_UP_TO
 from .device import load_torch
 
 __all__ = ["DEVICE_EXACT_UP_TO", "DeviceLists", "block_knn", "other_class_knn",
            "own_class_knn", "pooled_other_knn", "search_plan", "standard_knn"]
 
-# Exact search on the device up to this many points. The CPU's was the numba engine's
-# exact/approximate crossover when written (neighbors.search.APPROX_ABOVE, since moved to
-# 40,000 for scikit-learn's brute force; torch's own not measured); the GPU's is an estimate,
-# not a measurement (no GPU was lent to the session that wrote it): n² distances at
-# 10⁶ points and 50 features are 10¹⁴ flops, seconds on an H100, before the top-k.
-DEVICE_EXACT_UP_TO = {"cpu": 10_000, "cuda": 1_000_000}
-# Distance entries per block of query rows, by device type: 64 MB in float32 on the CPU;
-# 512 MB on a GPU, where per-block launches dominated smaller blocks (10⁶ points, 5
-# classes, H100: the by-class searches took 41.2 s in blocks of 2²⁴ entries, 24.0 s in
-# blocks of 2²⁷).
-BLOCK_ENTRIES = {"cpu": 1 << 24, "cuda": 1 << 27}
 # Candidates beyond k taken from the working-type distances before the float64 recheck.
 MARGIN = 8
 # FAISS's IVF index: lists (cells) per √n and cells visited per query.
@@ -161,7 +152,8 @@ def _faiss_knn(X: np.ndarray, k: int, seed: int | None):
     return np.take_along_axis(i, order, 1), np.take_along_axis(d, order, 1)
 
 
-def standard_knn(X, k: int, plan: str, work_dtype=None, random_state=None, n_jobs=None):
+def standard_knn(X, k: int, plan: str, work_dtype=None, random_state=None, n_jobs=None,
+                 method: str = "auto", metric: str = "euclidean"):
     """Each point's k nearest other points as device tensors (idx int64, dist float64).
 
     Parameters
@@ -172,6 +164,9 @@ def standard_knn(X, k: int, plan: str, work_dtype=None, random_state=None, n_job
         From :func:`search_plan`.
     work_dtype, random_state, n_jobs
         The block distances' type; the host search's seed and threads.
+    method, metric
+        The host search's (:func:`ctsne.neighbors.search.nearest_neighbors`: its rule
+        decides exact or approximate under "auto", as in the numba engine).
     """
     torch = load_torch()
     if plan == "device":
@@ -181,8 +176,8 @@ def standard_knn(X, k: int, plan: str, work_dtype=None, random_state=None, n_job
         seed = random_state if isinstance(random_state, (int, np.integer)) else None
         i, d = _faiss_knn(Xh, k, seed)
     else:
-        i, d = nearest_neighbors(Xh, k, method="approx", random_state=random_state,
-                                 n_jobs=n_jobs)
+        i, d = nearest_neighbors(Xh, k, method=method, metric=metric,
+                                 random_state=random_state, n_jobs=n_jobs)
     return (torch.as_tensor(np.asarray(i, dtype=np.int64), device=X.device),
             torch.as_tensor(np.asarray(d, dtype=np.float64), device=X.device))
 
@@ -267,7 +262,7 @@ class DeviceLists:
     device : torch.device
     plan : str
         From :func:`search_plan`.
-    work_dtype, random_state, n_jobs
+    work_dtype, random_state, n_jobs, method, metric
         As for :func:`standard_knn`.
     """
 
@@ -275,7 +270,8 @@ class DeviceLists:
     exact_standard = True
 
     def __init__(self, X: np.ndarray, classes, device, plan: str = "device", work_dtype=None,
-                 random_state=None, n_jobs=None):
+                 random_state=None, n_jobs=None, method: str = "auto",
+                 metric: str = "euclidean"):
         torch = load_torch()
         self.X, self.classes, self.plan = X, classes, plan
         self.Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)
@@ -283,6 +279,7 @@ class DeviceLists:
                       torch.as_tensor(np.asarray(classes, dtype=np.int64), device=device))
         self.search = dict(work_dtype=work_dtype)
         self.random_state, self.n_jobs = random_state, n_jobs
+        self.method, self.metric = method, metric
         self._own = None
 
     def merges_exactly(self, k: int) -> bool:
@@ -292,7 +289,8 @@ class DeviceLists:
     def standard(self, k: int, *, expect_classes: bool = False, own_search: bool = False):
         """Each point's ``k`` nearest others, ``(idx, dist)`` tensors (n, k)."""
         return standard_knn(self.Xd, k, self.plan, random_state=self.random_state,
-                            n_jobs=self.n_jobs, **self.search)
+                            n_jobs=self.n_jobs, method=self.method, metric=self.metric,
+                            **self.search)
 
     def own_class(self, k: int):
         """Each point's ``k`` nearest points of its own class (found once)."""

@@ -34,17 +34,13 @@ from collections import OrderedDict
 import numpy as np
 
 from ..forces.repulsion.fft import BOXES_PER_UNIT, MIN_BOXES, N_INTERP, grid_shape
+from ..tuning import TORCH_EXACT_BLOCK_PAIRS as EXACT_BLOCK_PAIRS
+from ..tuning import TORCH_POINT_CHUNK as POINT_CHUNK
+from ..tuning import TORCH_SPECTRA_KEPT as SPECTRA_KEPT
 from .device import load_torch
 
 __all__ = ["FFTRepulsion", "Groups", "exact_repulsion"]
 
-# Pairs per block of rows of the exact kernel (each pair holds d differences).
-EXACT_BLOCK_PAIRS = 1 << 22
-# Points per chunk of the spreading and gathering (each holds p^d stencil entries).
-POINT_CHUNK = 1 << 20
-# Kernel spectra kept (one per node spacing and grid size): a slowly growing layout and
-# classes of the same span reuse them.
-SPECTRA_KEPT = 8
 
 
 class Groups:

@@ -53,6 +53,11 @@ import numba
 import numpy as np
 import scipy.fft
 
+from ...tuning import FFT_KERNEL_CACHE_BYTES as KERNEL_CACHE_BYTES
+from ...tuning import FFT_PARALLEL_ABOVE as PARALLEL_ABOVE
+from ...tuning import FFT_SINGLE_ABOVE as SINGLE_ABOVE
+from ...tuning import FFT_SORT_ABOVE_BYTES as SORT_ABOVE_BYTES
+from ...tuning import FFT_SORT_ABOVE_POINTS as SORT_ABOVE_POINTS
 from . import _interp
 from ._interp import TILE
 
@@ -83,24 +88,8 @@ MAX_NODES = {1: 1 << 22, 2: 4096}
 # is, as a map shrunk under early exaggeration (to ~1e-28, SCALE_FLOOR) needs forces
 # accurate at its own scale.
 FLAT_SPAN = 2.0 ** -1000
-# Spread in tile order when the 2-D charge grid outgrows a core's L2 cache and there are
-# enough points for cache misses to matter.
-SORT_ABOVE_BYTES = 1 << 20
-SORT_ABOVE_POINTS = 20_000
-# Kernel spectra kept for reuse: with a fixed node spacing, successive calls on a slowly
-# growing layout mostly share a grid size. One 10⁶-point layout needs ~150 MB.
-KERNEL_CACHE_BYTES = 256 << 20
 _SPECTRA: OrderedDict = OrderedDict()
 _SPECTRA_LOCK = threading.Lock()
-# Stages run on one thread below these sizes (point stages: m·p^d, grid stages: padded
-# nodes): waking the thread pool would cost more than it saves.
-PARALLEL_ABOVE = 1 << 16
-# 2-D grids of at least this many padded nodes are transformed in single precision: the
-# FFTs then dominate a large layout's repulsion (0.25 of 0.4 s per call at 10⁶ points over
-# a span of ~450) and run 1.5-2x faster, while float32 rounding (~1e-7 of the largest
-# potential) stays far below the interpolation error (~5e-4). Smaller grids cost little
-# either way and keep float64.
-SINGLE_ABOVE = 1 << 20
 
 
 def grid_shape(

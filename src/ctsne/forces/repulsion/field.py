@@ -27,6 +27,7 @@ import numpy as np
 import scipy.fft
 
 from ..._parallel import threaded
+from ...tuning import FIELD_PARALLEL_FROM_QUERIES as PARALLEL_FROM_QUERIES
 from . import _interp
 from .fft import grid_shape
 
@@ -43,8 +44,6 @@ BOXES_PER_UNIT = 0.8
 # start inside the map (at their neighbours' weighted mean) and stay near it.
 MARGIN = 2.0
 MARGIN_SHARE = 0.05
-# Query points from which the read runs in parts on ctsne's threads.
-PARALLEL_FROM_QUERIES = 20_000
 
 
 class FieldGrid:
