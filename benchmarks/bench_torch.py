@@ -27,16 +27,16 @@ Results go to stdout and, as JSON lines with device, load and date, to
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import record, run_child, torch_meta  # noqa: E402
+
 SIZES = {"20k": 20_000, "100k": 100_000, "1M": 1_000_000, "10M": 10_000_000}
 FEATURES = 10
 # Device bytes per point the torch engine needs: 33.2 GB at 10⁶ points with the
@@ -175,13 +175,6 @@ def gradient_calls(size: str, device: str, repeats: int) -> list[dict]:
     return out
 
 
-def spawn(args: list[str]) -> dict:
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return {"error": proc.stderr[-2000:]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="*", default=["20k", "100k"], choices=list(SIZES))
@@ -206,11 +199,7 @@ def main(argv=None) -> None:
         print(json.dumps(run_one(a.child[0], a.child[1], device, a.ee_iter, a.iters,
                                  a.affinities)))
         return
-    meta = {"benchmark": "bench_torch", "date": datetime.datetime.now().isoformat(
-        timespec="seconds"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "device": device, "torch": torch.__version__,
-        "gpu": torch.cuda.get_device_name() if device.startswith("cuda") else None,
-        "ee_iter": a.ee_iter, "iters": a.iters}
+    meta = {**torch_meta("bench_torch", device), "ee_iter": a.ee_iter, "iters": a.iters}
     memory = _device_memory(device)
     if a.gradient:
         for size in a.sizes:
@@ -232,14 +221,10 @@ def main(argv=None) -> None:
                 print(f"# {runner} at {size}: ~{n * BYTES_PER_POINT / 2**30:.0f} GB needed, "
                       f"{memory / 2**30:.0f} GB on the device, skipped", flush=True)
                 continue
-            row = {**meta, **spawn(["--child", size, runner, "--device", device,
+            row = {**meta, **run_child(__file__, ["--child", size, runner, "--device", device,
                                     "--affinities", a.affinities,
                                     "--ee-iter", str(a.ee_iter), "--iters", str(a.iters)])}
-            row.setdefault("size", size)
-            row.setdefault("runner", runner)
-            print(json.dumps(row), flush=True)
-            with open(a.out, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            record({"size": size, "runner": runner, **row}, True, a.out)
 
 
 if __name__ == "__main__":

@@ -28,17 +28,17 @@ and its prior homogeneity. Rows go to stdout and, with device, load and date, to
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import record, run_child, torch_meta  # noqa: E402
+
 SIZES = {"5k": 5_000, "20k": 20_000, "100k": 100_000, "1M": 1_000_000, "10M": 10_000_000}
 FEATURES = 10
 SAMPLE = 20_000
@@ -132,13 +132,6 @@ def run_one(size: str, runner: str, device: str, n_epochs: int | None,
     return out
 
 
-def spawn(args: list[str]) -> dict:
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return {"error": proc.stderr[-2000:]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="*", default=["20k"], choices=list(SIZES))
@@ -160,11 +153,8 @@ def main(argv=None) -> None:
     if a.child:
         print(json.dumps(run_one(a.child[0], a.child[1], device, a.n_epochs, a.affinities)))
         return
-    meta = {"benchmark": "bench_torch_umap", "date": datetime.datetime.now().isoformat(
-        timespec="seconds"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "device": device, "torch": torch.__version__,
-        "gpu": torch.cuda.get_device_name() if device.startswith("cuda") else None,
-        "affinities": a.affinities, "n_epochs": a.n_epochs}
+    meta = {**torch_meta("bench_torch_umap", device), "affinities": a.affinities,
+            "n_epochs": a.n_epochs}
     for size in a.sizes:
         for runner in a.runners:
             module = NEEDS.get(runner)
@@ -176,13 +166,9 @@ def main(argv=None) -> None:
                 print(f"# {runner} at {size}: neither faiss nor pykeops imports, and "
                       "TorchDR's dense backend holds n² distances; skipped", flush=True)
                 continue
-            row = {**meta, **spawn(["--child", size, runner, "--device", device,
+            row = {**meta, **run_child(__file__, ["--child", size, runner, "--device", device,
                                     "--affinities", a.affinities, *epochs])}
-            row.setdefault("size", size)
-            row.setdefault("runner", runner)
-            print(json.dumps(row), flush=True)
-            with open(a.out, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            record({"size": size, "runner": runner, **row}, True, a.out)
 
 
 if __name__ == "__main__":

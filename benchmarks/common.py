@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,12 +40,33 @@ def run_meta(load_before: float) -> dict:
             "load_1min_before": load_before}
 
 
-def record(row: dict, save: bool) -> None:
-    """Print ``row`` as a JSON line and, with ``save``, append it to results.jsonl."""
+def torch_meta(benchmark: str, device: str) -> dict:
+    """The fields a torch benchmark's rows start with: date, machine, device, torch, GPU."""
+    import torch
+
+    return {"benchmark": benchmark,
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "device": device,
+            "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name() if device.startswith("cuda") else None}
+
+
+def record(row: dict, save: bool, path: Path | str | None = None) -> None:
+    """Print ``row`` as a JSON line and, with ``save``, append it to ``path`` (default
+    results.jsonl)."""
     print(json.dumps(row), flush=True)
     if save:
-        with open(HERE / "results.jsonl", "a") as fh:
+        with open(HERE / "results.jsonl" if path is None else path, "a") as fh:
             fh.write(json.dumps(row) + "\n")
+
+
+def run_child(script: str, args: list[str]) -> dict:
+    """Run ``script`` with ``args`` in a fresh Python process and return the JSON object
+    on its last stdout line (its peak memory is then its own), or ``{"error": ...}``."""
+    proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def adult_priors(path: Path) -> tuple[np.ndarray, dict]:
