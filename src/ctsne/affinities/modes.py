@@ -316,7 +316,7 @@ def resolve_mode(affinities, within_weight=None) -> AffinityMode:
 
 def input_affinities(X, perplexity, classes=None, affinities="auto", within_weight=None,
                      neighbors="auto", metric="euclidean", random_state=None, n_jobs=None,
-                     progress=None, labelled=None) -> Affinities:
+                     progress=None, labelled=None, graph=None) -> Affinities:
     """t-SNE's P for ``X`` under a mode (a name or an object) without an estimator.
 
     Parameters
@@ -331,6 +331,9 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
         As in :class:`ctsne.neighbors.provider.NeighborLists`.
     labelled : ndarray of bool (n,) or None
         The points whose labels are known (the others form the missing-label class).
+    graph : graph family, optional
+        Of :mod:`ctsne.affinities.graphs`, instead of t-SNE's P at ``perplexity`` (e.g.
+        UMAP's fuzzy graph, or a :class:`~ctsne.affinities.graphs.GivenStandard`).
     """
     from ..checks import to_safe_scale
     from ..neighbors.provider import NeighborLists
@@ -338,8 +341,8 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
 
     lists = NeighborLists(to_safe_scale(X), classes, method=neighbors, metric=metric,
                           random_state=random_state, n_jobs=n_jobs, progress=progress)
-    return resolve_mode(affinities, within_weight).build(lists, PerplexityGraph(perplexity),
-                                                          labelled)
+    graph = PerplexityGraph(perplexity) if graph is None else graph
+    return resolve_mode(affinities, within_weight).build(lists, graph, labelled)
 
 
 def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities:

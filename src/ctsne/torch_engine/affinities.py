@@ -38,9 +38,8 @@ from ..affinities.graphs import (
     StandardGraph,
 )
 from ..affinities.mixing import mixing_from_sums
-from ..affinities.modes import Affinities, resolve_mode
+from ..affinities.modes import Affinities, input_affinities, resolve_mode
 from ..checks import tie_warnings, to_safe_scale
-from ..neighbors.provider import NeighborLists
 from .calibration import calibrate_rows
 from .device import load_torch
 from .fuzzy import fuzzy_graph_device
@@ -293,9 +292,9 @@ def device_affinities(X: np.ndarray, graph, classes=None, affinities="auto",
         classes = None  # one class: the standard graph
     if classes is not None and plan != "device" and mode.name != "standard":
         # by-class lists beyond the device's exact search: the numba engine's searches
-        lists = NeighborLists(X, classes, method=neighbors, metric=metric,
-                              random_state=random_state, n_jobs=n_jobs)
-        return mode.build(lists, graph, labelled), "host"
+        return input_affinities(X, None, classes, mode, neighbors=neighbors, metric=metric,
+                                random_state=random_state, n_jobs=n_jobs,
+                                labelled=labelled, graph=graph), "host"
     lists = DeviceLists(X, classes, device, plan, work_dtype, random_state, n_jobs,
                         method=neighbors, metric=metric)
     return mode.build(lists, on_device(graph), labelled), plan

@@ -63,17 +63,14 @@ def _build(model, X: np.ndarray, classes, mode, standard=None, labelled=None):
     """The affinities a fit of ``model`` builds in ``mode`` (a name or a mode object),
     reading ``standard`` (a standard P of ``X``) instead of searching for it."""
     from ...affinities.graphs import GivenStandard, PerplexityGraph
-    from ...affinities.modes import resolve_mode
-    from ...checks import to_safe_scale
-    from ...neighbors.provider import NeighborLists
+    from ...affinities.modes import input_affinities
 
-    lists = NeighborLists(to_safe_scale(X), classes, method=model.neighbors,
-                          metric=model.metric, random_state=model.random_state,
-                          n_jobs=model.n_jobs)
-    graph = PerplexityGraph(model.perplexity)
-    if standard is not None:
-        graph = GivenStandard(graph, standard)
-    return resolve_mode(mode).build(lists, graph, labelled)
+    graph = None if standard is None else GivenStandard(PerplexityGraph(model.perplexity),
+                                                        standard)
+    return input_affinities(X, model.perplexity, classes, mode, None,
+                            neighbors=model.neighbors, metric=model.metric,
+                            random_state=model.random_state, n_jobs=model.n_jobs,
+                            labelled=labelled, graph=graph)
 
 
 # One per base model, dropped with it; nothing is stored on the model itself.
