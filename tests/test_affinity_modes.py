@@ -125,7 +125,7 @@ def test_the_provider_searches_once_and_reuses(rng, monkeypatch):
 
     monkeypatch.setattr(provider, "nearest_neighbors", counted)
     lists = NeighborLists(X, codes, method="exact")
-    idx, dist = lists.standard(24, expect_classes=True)
+    idx, dist = lists.standard_for_classes(24)[:2]
     own_rows = np.all(codes[idx] == codes[:, None], axis=1)
     assert own_rows.all()  # the batches lie apart: every list is its own class
     own_idx, own_dist = lists.own_class(24)

@@ -299,7 +299,7 @@ def test_reused_lists_with_only_the_reused_rows_distances_give_the_same_p(rng):
     from ctsne.neighbors.provider import NeighborLists
 
     lists = NeighborLists(X, codes, method="exact")
-    got_idx, got_dist = lists.standard(15, expect_classes=True)
+    got_idx, got_dist = lists.standard_for_classes(15)[:2]
     np.testing.assert_array_equal(got_idx, idx)
     got_dist[:] = -1.0  # overwritten, as calibration overwrites them
     own = lists.own_class(15)

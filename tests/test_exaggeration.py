@@ -142,7 +142,7 @@ def test_the_progress_line_names_an_eased_exaggeration(synthetic):
                            OptimizerState.fresh(Y.shape), callbacks_every_iters=25,
                            progress=Bar())
     assert 1.0 <= res.exaggeration < 12.0
-    assert f"exaggeration {res.exaggeration:.3g} (of 12)" in lines[-1]
+    assert f"early exaggeration eased to {res.exaggeration:.3g} (asked 12" in lines[-1]
 
 
 def test_a_growing_map_keeps_its_exaggeration():

@@ -371,7 +371,7 @@ def test_a_fit_in_locality_order_is_the_fit_in_the_points_order(rng, monkeypatch
                                 n_iter=30, callbacks=watch, callbacks_every_iters=10)
         model.fit(X, labels)
         model.set_params(callbacks=None).optimize(5)
-        order = model._gradient().order
+        order = model._descent().order
         assert (order is None) == (threshold > 0)
         assert order is None or not np.array_equal(order, np.arange(len(X)))
         # the KL of the map as the model reports it and as asked for afterwards

@@ -20,17 +20,31 @@ from ctsne.forces.gradient import ConditionalGradient  # noqa: E402
 from ctsne.forces.objective import exact_objective  # noqa: E402
 from ctsne.forces.repulsion.fft import repulsion_fft  # noqa: E402
 from ctsne.prior import PriorTerm, make_prior  # noqa: E402
-from ctsne.torch_engine.affinities import (  # noqa: E402
-    device_affinities,
-    symmetrize_device,
-    to_scipy,
-)
+from ctsne.torch_engine.affinities import symmetrize_device, to_scipy  # noqa: E402
 from ctsne.torch_engine.calibration import calibrate_rows  # noqa: E402
 from ctsne.torch_engine.gradient import TorchGradient  # noqa: E402
 from ctsne.torch_engine.neighbors import block_knn  # noqa: E402
 from ctsne.torch_engine.repulsion import FFTRepulsion, Groups, exact_repulsion  # noqa: E402
 
 DEVICE = torch.device(os.environ.get("CTSNE_TEST_TORCH_DEVICE", "cpu"))
+
+
+def device_affinities(X, graph, classes, mode, within_weight=None, *, neighbors="auto",
+                      metric="euclidean", labelled=None, device=DEVICE):
+    """A fit's graph built by the torch engine's primitives, and where its lists were
+    searched (the provider's plan)."""
+    from ctsne.affinities.graphs import FuzzyGraph, PerplexityGraph
+    from ctsne.affinities.modes import resolve_mode
+    from ctsne.checks import to_safe_scale
+    from ctsne.estimator.engine import TorchEngine
+
+    engine = TorchEngine(device, torch.float64)
+    if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
+        graph = PerplexityGraph(float(graph))
+    lists = engine.lists(to_safe_scale(X), classes, method=neighbors, metric=metric,
+                         random_state=None, n_jobs=None)
+    return (engine.affinities(resolve_mode(mode, within_weight), lists, graph, labelled),
+            lists.plan)
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -361,7 +375,7 @@ def test_the_host_search_keeps_the_metric_and_the_numba_rule(blobs, monkeypatch)
     # where the device does not search (another metric, or above its exact search) the
     # host's search runs with the fit's metric and its own exact/approximate rule: the
     # numba engine's lists, so its P (it searched Euclidean, approximately, before)
-    import ctsne.torch_engine.affinities as device_graphs
+    import ctsne.torch_engine.neighbors as device_graphs
 
     X, codes, _ = blobs
     ref = input_affinities(X, 20.0, None, "standard", metric="cosine")
@@ -373,3 +387,10 @@ def test_the_host_search_keeps_the_metric_and_the_numba_rule(blobs, monkeypatch)
     ref = input_affinities(X, 20.0, codes, "standard")
     built, plan = device_affinities(X, 20.0, codes, "standard", device=DEVICE)
     assert plan == "host" and abs(built.P - ref.P).max() < 1e-15
+    # the by-class lists the plan cannot search come from the host's searches, request
+    # by request, and the graph is the host's to rounding
+    for mode in ("balanced", "revised", "auto"):
+        ref = input_affinities(X, 20.0, codes, mode)
+        built, plan = device_affinities(X, 20.0, codes, mode, device=DEVICE)
+        assert plan == "host" and built.mode == ref.mode
+        assert abs(built.P - ref.P).max() <= 1e-12 * ref.P.max(), mode

@@ -29,7 +29,7 @@ from ctsne.metrics import neighborhood_preservation  # noqa: E402
 from ctsne.neighbors.provider import NeighborLists  # noqa: E402
 from ctsne.optimization.negatives import NegativeSampler, draw  # noqa: E402
 from ctsne.optimization.sgd import epochs_per_sample, optimize_layout  # noqa: E402
-from ctsne.torch_engine.affinities import device_affinities, to_scipy  # noqa: E402
+from ctsne.torch_engine.affinities import to_scipy  # noqa: E402
 from ctsne.torch_engine.fuzzy import fuzzy_graph_device, smooth_knn_device  # noqa: E402
 from ctsne.torch_engine.layout import (  # noqa: E402
     draw_negatives,
@@ -71,6 +71,24 @@ def test_the_fuzzy_graph_is_the_hosts(lists, local_connectivity, mix):
     assert (G_d != G_d.T).nnz == 0  # exactly symmetric, as the host's
     np.testing.assert_array_equal(G_d.indices, G.indices)
     np.testing.assert_allclose(G_d.data, G.data, rtol=1e-12)
+
+
+def device_affinities(X, graph, classes, mode, within_weight=None, *, neighbors="auto",
+                      metric="euclidean", labelled=None, device=DEVICE):
+    """A fit's graph built by the torch engine's primitives, and where its lists were
+    searched (the provider's plan)."""
+    from ctsne.affinities.graphs import FuzzyGraph, PerplexityGraph
+    from ctsne.affinities.modes import resolve_mode
+    from ctsne.checks import to_safe_scale
+    from ctsne.estimator.engine import TorchEngine
+
+    engine = TorchEngine(device, torch.float64)
+    if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
+        graph = PerplexityGraph(float(graph))
+    lists = engine.lists(to_safe_scale(X), classes, method=neighbors, metric=metric,
+                         random_state=None, n_jobs=None)
+    return (engine.affinities(resolve_mode(mode, within_weight), lists, graph, labelled),
+            lists.plan)
 
 
 def test_device_graphs_are_the_modes_graphs():

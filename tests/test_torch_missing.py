@@ -28,14 +28,14 @@ def test_backend_torch_without_torch_says_what_to_install(monkeypatch):
 @pytest.mark.parametrize("name", ["ConditionalUMAP", "ConditionalLargeVis"])
 def test_graph_estimators_refuse_backend_torch_without_torch_first(monkeypatch, name):
     import ctsne
-    import ctsne.estimator.base as base_module
+    import ctsne.estimator.engine as engine_module
 
     monkeypatch.setitem(sys.modules, "torch", None)
 
     def no_search(*args, **kwargs):
         raise AssertionError("the neighbour search started before refusing the backend")
 
-    monkeypatch.setattr(base_module, "NeighborLists", no_search)
+    monkeypatch.setattr(engine_module, "NeighborLists", no_search)
     X = np.random.default_rng(0).normal(size=(30, 3))
     cls = getattr(ctsne, name)
     with pytest.raises(ImportError, match=r"pip install 'ctsne\[gpu\]'"):

@@ -1,23 +1,57 @@
-"""scanpy-style plot of a ct-SNE embedding (needs scanpy: ``pip install ctsne[scanpy]``)."""
+"""scanpy-style plots of the maps of :mod:`ctsne.tl`, one per method of
+:mod:`ctsne.estimator.registry`: :func:`ctsne`, :func:`cumap` and :func:`clargevis` (needs
+scanpy: ``pip install ctsne[scanpy]``)."""
 
 from __future__ import annotations
 
-__all__ = ["ctsne"]
+from .estimator import registry
+
+__all__ = ["ctsne", "cumap", "clargevis"]
+
+_TSNE, _UMAP, _LARGEVIS = (registry.method(key) for key in ("tsne", "umap", "largevis"))
 
 
-def ctsne(adata, color=None, key_added: str = "X_ctsne", *, basis: str | None = None,
+def _embedding(adata, method: registry.Method, color, key_added: str, basis: str | None,
+               kwargs: dict):
+    """The body of the plots: draw ``adata.obsm[key_added]`` (or scanpy's ``basis``) with
+    ``sc.pl.embedding``; ``method`` is the plot's own, whose key is the default."""
+    if basis is not None:
+        if key_added != method.obsm_key:
+            raise TypeError(f"give key_added= or basis=, not both (key_added={key_added!r}, "
+                            f"basis={basis!r})")
+        # scanpy's rule: obsm[basis], or obsm["X_" + basis]
+        key_added = basis if basis in adata.obsm or basis.startswith("X_") else f"X_{basis}"
+    try:
+        import scanpy as sc
+    except ImportError:
+        raise ImportError(f"ctsne.pl.{method.tool} draws with scanpy, which is not installed: "
+                          "pip install scanpy (or ctsne[scanpy]); without it use "
+                          f"ctsne.plotting.plot_embedding(adata.obsm[{key_added!r}], ...)"
+                          ) from None
+    if key_added not in adata.obsm:
+        have = ", ".join(k for k in adata.obsm.keys()) or "none"
+        # the tool that writes this key, else the plot's own
+        maker = next((m for m in registry.METHODS if m.obsm_key == key_added), method)
+        raise KeyError(f"adata.obsm has no {key_added!r} (it holds: {have}); run "
+                       f"ctsne.tl.{maker.tool}(adata, ...) first, or pass the key_added "
+                       "you used")
+    basis = key_added[2:] if key_added.startswith("X_") else key_added
+    return sc.pl.embedding(adata, basis=basis, color=color, **kwargs)
+
+
+def ctsne(adata, color=None, key_added: str = _TSNE.obsm_key, *, basis: str | None = None,
           **kwargs):
     """Draw ``adata.obsm[key_added]`` with ``sc.pl.embedding``.
 
     Parameters
     ----------
     adata : AnnData
-        With the embedding written by :func:`ctsne.tl.ctsne` or :func:`ctsne.tl.cumap`.
+        With the embedding written by :func:`ctsne.tl.ctsne` (or any other map, named by
+        ``key_added`` or ``basis``).
     color : str or list of str, optional
         ``obs`` columns or genes to colour by (scanpy's ``color``).
     key_added : str, default "X_ctsne"
-        The ``obsm`` key the embedding was written to (``"X_cumap"`` for
-        :func:`ctsne.tl.cumap`).
+        The ``obsm`` key the embedding was written to.
     basis : str, optional
         scanpy's name for the same choice, in scanpy's forms: ``"cumap"`` or
         ``"X_cumap"``; give it or ``key_added``.
@@ -36,22 +70,71 @@ def ctsne(adata, color=None, key_added: str = "X_ctsne", *, basis: str | None = 
     >>> ctsne.tl.ctsne(adata, prior="phase", random_state=0, n_iter=250)
     >>> ax = ctsne.pl.ctsne(adata, color=["phase", "bulk_labels"], show=False)
     """
-    if basis is not None:
-        if key_added != "X_ctsne":
-            raise TypeError(f"give key_added= or basis=, not both (key_added={key_added!r}, "
-                            f"basis={basis!r})")
-        # scanpy's rule: obsm[basis], or obsm["X_" + basis]
-        key_added = basis if basis in adata.obsm or basis.startswith("X_") else f"X_{basis}"
-    try:
-        import scanpy as sc
-    except ImportError:
-        raise ImportError("ctsne.pl.ctsne draws with scanpy, which is not installed: "
-                          "pip install scanpy (or ctsne[scanpy]); without it use "
-                          "ctsne.plotting.plot_embedding(adata.obsm['X_ctsne'], ...)") from None
-    if key_added not in adata.obsm:
-        have = ", ".join(k for k in adata.obsm.keys()) or "none"
-        raise KeyError(f"adata.obsm has no {key_added!r} (it holds: {have}); run "
-                       "ctsne.tl.ctsne(adata, ...) or ctsne.tl.cumap(adata, ...) first, or "
-                       "pass the key_added you used")
-    basis = key_added[2:] if key_added.startswith("X_") else key_added
-    return sc.pl.embedding(adata, basis=basis, color=color, **kwargs)
+    return _embedding(adata, _TSNE, color, key_added, basis, kwargs)
+
+
+def cumap(adata, color=None, key_added: str = _UMAP.obsm_key, *, basis: str | None = None,
+          **kwargs):
+    """Draw the conditional UMAP map of :func:`ctsne.tl.cumap` with ``sc.pl.embedding``.
+
+    Parameters
+    ----------
+    adata : AnnData
+        With the embedding written by :func:`ctsne.tl.cumap`.
+    color : str or list of str, optional
+        ``obs`` columns or genes to colour by (scanpy's ``color``).
+    key_added : str, default "X_cumap"
+        The ``obsm`` key the embedding was written to.
+    basis : str, optional
+        scanpy's name for the same choice (``"cumap"`` or ``"X_cumap"``); give it or
+        ``key_added``.
+    **kwargs
+        Passed to ``sc.pl.embedding`` (``show``, ``ax``, ``title``, …).
+
+    Returns
+    -------
+    What ``sc.pl.embedding`` returns (axes when ``show=False``).
+
+    Examples
+    --------
+    >>> import scanpy as sc
+    >>> import ctsne
+    >>> adata = sc.datasets.pbmc68k_reduced()
+    >>> ctsne.tl.cumap(adata, prior="phase", random_state=0, n_epochs=200)
+    >>> ax = ctsne.pl.cumap(adata, color=["phase", "bulk_labels"], show=False)
+    """
+    return _embedding(adata, _UMAP, color, key_added, basis, kwargs)
+
+
+def clargevis(adata, color=None, key_added: str = _LARGEVIS.obsm_key, *,
+              basis: str | None = None, **kwargs):
+    """Draw the conditional LargeVis map of :func:`ctsne.tl.clargevis` with
+    ``sc.pl.embedding``.
+
+    Parameters
+    ----------
+    adata : AnnData
+        With the embedding written by :func:`ctsne.tl.clargevis`.
+    color : str or list of str, optional
+        ``obs`` columns or genes to colour by (scanpy's ``color``).
+    key_added : str, default "X_clargevis"
+        The ``obsm`` key the embedding was written to.
+    basis : str, optional
+        scanpy's name for the same choice (``"clargevis"`` or ``"X_clargevis"``); give it
+        or ``key_added``.
+    **kwargs
+        Passed to ``sc.pl.embedding`` (``show``, ``ax``, ``title``, …).
+
+    Returns
+    -------
+    What ``sc.pl.embedding`` returns (axes when ``show=False``).
+
+    Examples
+    --------
+    >>> import scanpy as sc
+    >>> import ctsne
+    >>> adata = sc.datasets.pbmc68k_reduced()
+    >>> ctsne.tl.clargevis(adata, prior="phase", random_state=0, n_epochs=200)
+    >>> ax = ctsne.pl.clargevis(adata, color=["phase", "bulk_labels"], show=False)
+    """
+    return _embedding(adata, _LARGEVIS, color, key_added, basis, kwargs)

@@ -1,5 +1,8 @@
-"""scanpy-style tools: ``ctsne.tl.ctsne(adata, prior="batch")`` (conditional t-SNE) and
-``ctsne.tl.cumap(adata, prior="batch")`` (conditional UMAP); anndata is imported lazily.
+"""scanpy-style tools: ``ctsne.tl.ctsne(adata, prior="batch")`` (conditional t-SNE),
+``ctsne.tl.cumap(adata, prior="batch")`` (conditional UMAP) and
+``ctsne.tl.clargevis(adata, prior="batch")`` (conditional LargeVis), one per method of
+:mod:`ctsne.estimator.registry` (which names each one's ``obsm`` key); anndata is
+imported lazily.
 
 Which data is embedded (scanpy's rule for ``use_rep=None``, as in ``sc.tl.tsne``):
 
@@ -22,13 +25,15 @@ import time
 
 import numpy as np
 
+from .estimator import registry
 from .prior import DEFAULT_BETA
 
-__all__ = ["ctsne", "cumap", "fit_record", "DENSE_LIMIT_BYTES"]
+__all__ = ["ctsne", "cumap", "clargevis", "fit_record", "DENSE_LIMIT_BYTES"]
 
 DENSE_LIMIT_BYTES = 2 << 30
 # scanpy's settings.N_PCS: up to this many variables .X is used directly
 _SMALL_X = 50
+_TSNE, _UMAP, _LARGEVIS = (registry.method(key) for key in ("tsne", "umap", "largevis"))
 
 
 def _representation(adata, use_rep: str | None, layer: str | None) -> tuple[object, str]:
@@ -98,7 +103,7 @@ def _graph_knn(adata, neighbors_key: str):
 
 
 def _setup(adata, estimator, copy: bool, use_rep, layer, prior, beta, kwargs: dict):
-    """What ``ctsne`` and ``cumap`` share before fitting: the AnnData (copied with
+    """What every tool shares before fitting: the AnnData (copied with
     ``copy``), the representation and its name, the prior's columns and the estimator."""
     if not (hasattr(adata, "obsm") and hasattr(adata, "obs")):
         raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
@@ -129,8 +134,8 @@ def _jsonable(value):
 def fit_record(model, seconds: float | None = None, **params) -> dict:
     """What ``adata.uns[key_added]`` holds about the map ``model`` made (JSON-able).
 
-    Written by :func:`ctsne` and :func:`cumap` here and by ``ctsne embed -o out.h5ad``,
-    so that every ``.h5ad`` describes its map the same way.
+    Written by :func:`ctsne`, :func:`cumap` and :func:`clargevis` here and by
+    ``ctsne embed -o out.h5ad``, so that every ``.h5ad`` describes its map the same way.
 
     Parameters
     ----------
@@ -180,7 +185,7 @@ def ctsne(
     prior: str | list[str] | None = None,
     use_rep: str | None = None,
     beta: float | None = None,
-    key_added: str = "X_ctsne",
+    key_added: str = _TSNE.obsm_key,
     copy: bool = False,
     layer: str | None = None,
     neighbors_key: str | None = None,
@@ -242,9 +247,7 @@ def ctsne(
     'phase'
     >>> ax = ctsne.pl.ctsne(adata, color="bulk_labels", show=False)
     """
-    from .estimator.tsne import ConditionalTSNE
-
-    adata, data, source, labels, model = _setup(adata, ConditionalTSNE, copy, use_rep,
+    adata, data, source, labels, model = _setup(adata, _TSNE.estimator, copy, use_rep,
                                                 layer, prior, beta, estimator_kwargs)
     knn = graph = None
     asked = model.perplexity
@@ -272,12 +275,29 @@ def ctsne(
     return adata if copy else None
 
 
+def _graph_tool(adata, method: registry.Method, prior, use_rep, beta, key_added: str,
+                copy: bool, layer, estimator_kwargs: dict):
+    """The body of :func:`cumap` and :func:`clargevis`: fit ``method``'s estimator on the
+    selected data and write the map and its record under ``key_added``."""
+    adata, data, source, labels, model = _setup(adata, method.estimator, copy, use_rep,
+                                                layer, prior, beta, estimator_kwargs)
+    X = _dense(data, source)
+    t0 = time.perf_counter()
+    Y = model.fit_transform(X, labels)
+    seconds = time.perf_counter() - t0
+
+    adata.obsm[key_added] = Y
+    adata.uns[key_added] = fit_record(model, seconds, prior=prior, use_rep=use_rep,
+                                      layer=layer, representation=source)
+    return adata if copy else None
+
+
 def cumap(
     adata,
     prior: str | list[str] | None = None,
     use_rep: str | None = None,
     beta: float | None = None,
-    key_added: str = "X_cumap",
+    key_added: str = _UMAP.obsm_key,
     copy: bool = False,
     layer: str | None = None,
     **estimator_kwargs,
@@ -299,8 +319,7 @@ def cumap(
         β'; None is :data:`~ctsne.prior.DEFAULT_BETA` unless ``alpha=`` is given.
     key_added : str, default "X_cumap"
         Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
-        ``sc.pl.embedding(adata, basis=key_added)`` or ``ctsne.pl.ctsne(adata,
-        key_added=key_added)``).
+        :func:`ctsne.pl.cumap` or ``sc.pl.embedding(adata, basis=key_added)``).
     **estimator_kwargs
         Passed to :class:`ctsne.ConditionalUMAP` (n_neighbors, min_dist, random_state, …).
 
@@ -325,19 +344,64 @@ def cumap(
     >>> ctsne.tl.cumap(adata, prior="phase", random_state=0)
     >>> adata.uns["X_cumap"]["method"]
     'ConditionalUMAP'
-    >>> ax = ctsne.pl.ctsne(adata, key_added="X_cumap", color="bulk_labels", show=False)
+    >>> ax = ctsne.pl.cumap(adata, color="bulk_labels", show=False)
     >>> ax = ctsne.pl.ctsne(adata, basis="cumap", color="phase", show=False)  # scanpy's name
     """
-    from .estimator.umap import ConditionalUMAP
+    return _graph_tool(adata, _UMAP, prior, use_rep, beta, key_added, copy, layer,
+                       estimator_kwargs)
 
-    adata, data, source, labels, model = _setup(adata, ConditionalUMAP, copy, use_rep,
-                                                layer, prior, beta, estimator_kwargs)
-    X = _dense(data, source)
-    t0 = time.perf_counter()
-    Y = model.fit_transform(X, labels)
-    seconds = time.perf_counter() - t0
 
-    adata.obsm[key_added] = Y
-    adata.uns[key_added] = fit_record(model, seconds, prior=prior, use_rep=use_rep,
-                                      layer=layer, representation=source)
-    return adata if copy else None
+def clargevis(
+    adata,
+    prior: str | list[str] | None = None,
+    use_rep: str | None = None,
+    beta: float | None = None,
+    key_added: str = _LARGEVIS.obsm_key,
+    copy: bool = False,
+    layer: str | None = None,
+    **estimator_kwargs,
+):
+    """Conditional LargeVis of an AnnData, factoring out ``adata.obs`` columns.
+
+    The same data selection and prior as :func:`ctsne`; the map is
+    :class:`ctsne.ConditionalLargeVis`'s (t-SNE's P laid out by UMAP's sampled SGD with
+    the Student-t curve, the repulsion re-weighted by the prior's classes).
+
+    Parameters
+    ----------
+    adata : AnnData
+    prior : str or list of str, optional
+        ``adata.obs`` column(s) to factor out. None: plain LargeVis.
+    use_rep, layer, copy
+        As for :func:`ctsne`.
+    beta : float, optional
+        β'; None is :data:`~ctsne.prior.DEFAULT_BETA` unless ``alpha=`` is given.
+    key_added : str, default "X_clargevis"
+        Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
+        :func:`ctsne.pl.clargevis` or ``sc.pl.embedding(adata, basis=key_added)``).
+    **estimator_kwargs
+        Passed to :class:`ctsne.ConditionalLargeVis` (perplexity, n_epochs,
+        random_state, …).
+
+    Returns
+    -------
+    AnnData or None
+        The modified copy with ``copy=True``.
+
+    Notes
+    -----
+    ``adata.uns[key_added]`` holds what :func:`cumap`'s does (:func:`fit_record`), with
+    ``affinities`` the P laid out ("standard", "balanced" or "revised").
+
+    Examples
+    --------
+    >>> import scanpy as sc
+    >>> import ctsne
+    >>> adata = sc.datasets.pbmc68k_reduced()
+    >>> ctsne.tl.clargevis(adata, prior="phase", random_state=0, n_epochs=200)
+    >>> adata.uns["X_clargevis"]["method"]
+    'ConditionalLargeVis'
+    >>> ax = ctsne.pl.clargevis(adata, color="bulk_labels", show=False)
+    """
+    return _graph_tool(adata, _LARGEVIS, prior, use_rep, beta, key_added, copy, layer,
+                       estimator_kwargs)

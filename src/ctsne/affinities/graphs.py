@@ -140,14 +140,16 @@ class PerplexityGraph:
         """Neighbours per list for ``n`` points."""
         return n_neighbors_for(self.perplexity, n)
 
-    def standard(self, lists, *, expect_classes: bool = False,
-                 own_search: bool = False) -> StandardGraph:
+    def standard(self, lists, search=None) -> StandardGraph:
         """The standard P of ``lists`` (:class:`ctsne.neighbors.provider.NeighborLists`),
-        its rows calibrated in the lists' own arrays."""
+        its rows calibrated in the lists' own arrays.
+
+        ``search``: callable(k) -> (idx, dist), the provider's call that finds the lists
+        (default ``lists.standard``).
+        """
         from .calibration import calibrate
 
-        idx, dist = lists.standard(self.k(len(lists.X)), expect_classes=expect_classes,
-                                   own_search=own_search)
+        idx, dist = (lists.standard if search is None else search)(self.k(len(lists.X)))
         warn_ties(dist, self.perplexity, lists.X, idx)
         return ConditionalTable(idx, calibrate(dist, self.perplexity, out=dist))
 
@@ -208,12 +210,10 @@ class FuzzyGraph:
     def k(self, n: int) -> int:
         return self.n_neighbors - 1
 
-    def standard(self, lists, *, expect_classes: bool = False,
-                 own_search: bool = False) -> StandardGraph:
+    def standard(self, lists, search=None) -> StandardGraph:
         from .fuzzy import fuzzy_graph
 
-        idx, dist = lists.standard(self.k(len(lists.X)), expect_classes=expect_classes,
-                                   own_search=own_search)
+        idx, dist = (lists.standard if search is None else search)(self.k(len(lists.X)))
         # copies, as for t-SNE's P; memberships reach their target whatever the ties
         warn_ties(dist, float(dist.shape[1]), lists.X, idx)
         return FinishedGraph(fuzzy_graph(idx, dist, self.n_neighbors, self.set_op_mix_ratio,
@@ -249,14 +249,11 @@ class GivenStandard:
 
     def __init__(self, family, G: sp.csr_matrix):
         self.family, self.G = family, G
+        self.supports = family.supports
+        self.k, self.balanced = family.k, family.balanced
+        self.revised = getattr(family, "revised", None)
 
-    def __getattr__(self, name):
-        if name == "family" or name.startswith("__"):  # copies look before __init__ ran
-            raise AttributeError(name)
-        return getattr(self.family, name)
-
-    def standard(self, lists, *, expect_classes: bool = False,
-                 own_search: bool = False) -> StandardGraph:
+    def standard(self, lists, search=None) -> StandardGraph:
         return FinishedGraph(self.G)
 
     def probe(self, lists):

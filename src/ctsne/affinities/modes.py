@@ -47,7 +47,7 @@ from .mixing import PriorMixing, prior_mixing, random_level
 from .options import check_affinity_params, default_within_weight
 
 __all__ = ["Affinities", "AffinityMode", "Auto", "Balanced", "Precomputed", "Revised",
-           "Standard", "given_affinities", "input_affinities", "resolve_mode", "warn_if_separated"]
+           "Standard", "input_affinities", "resolve_mode", "warn_if_separated"]
 
 
 @dataclass
@@ -179,7 +179,7 @@ class Revised(AffinityMode):
         classes = lists.classes
         if classes is None:
             return Standard().build(lists, graph)
-        if not hasattr(graph, "revised"):
+        if "revised" not in graph.supports:
             raise ValueError("affinities='revised' is t-SNE's P; this method's graph has no "
                              "revised form (use 'auto', 'standard' or 'balanced')")
         alpha = (default_within_weight("revised") if self.within_weight is None
@@ -249,7 +249,13 @@ class Auto(AffinityMode):
         trust = None
         if labelled is None or np.all(labelled):
             trust = self._balanced_first(lists, graph, k)
-        table = graph.standard(lists, expect_classes=True)
+        exact = [True]
+
+        def for_classes(k):
+            idx, dist, exact[0] = lists.standard_for_classes(k)
+            return idx, dist
+
+        table = graph.standard(lists, for_classes)
         mixing, ratio = table.diagnose(classes)
         decides, sub_X, sub_codes = mixing, lists.X, classes
         if partial:
@@ -264,8 +270,8 @@ class Auto(AffinityMode):
             choice = choose_cross_share(decides.class_expected, decides.class_cross, trust,
                                         decides.separates, pulled_share(ratio))
         if choice.mode == "standard":
-            if not lists.exact_standard:  # merged lists: the kept graph is the search's own
-                table = graph.standard(lists, own_search=True)
+            if not exact[0]:  # merged lists: the kept graph is the search's own
+                table = graph.standard(lists, lists.searched_standard)
                 mixing = table.diagnose(classes)[0]
             return Affinities(table.finish(), "standard", mixing, cross_share=choice)
         own = 1.0 - choice.class_share
@@ -343,11 +349,6 @@ def input_affinities(X, perplexity, classes=None, affinities="auto", within_weig
                           random_state=random_state, n_jobs=n_jobs, progress=progress)
     graph = PerplexityGraph(perplexity) if graph is None else graph
     return resolve_mode(affinities, within_weight).build(lists, graph, labelled)
-
-
-def given_affinities(P: sp.csr_matrix, classes: np.ndarray | None) -> Affinities:
-    """A P built elsewhere with its diagnostic."""
-    return Affinities(P, "standard", _mixing(P, classes))
 
 
 def warn_if_separated(built: Affinities, stacklevel: int, method: str = "ct-SNE") -> None:

@@ -1,13 +1,20 @@
-"""What every conditional estimator shares: the prior, the parameters, the affinities.
+"""What every conditional estimator shares: the fit, the prior, the affinities.
 
 :class:`ConditionalEmbedding` is the base of ConditionalTSNE, ConditionalUMAP and
-ConditionalLargeVis. It holds the parts that do not depend on the method: the prior's
-encoding (α', β', the joint classes), the parameter table's defaults for models pickled by
-an earlier version, scikit-learn's tags, the callbacks, and the input graph built from the
-fit's neighbour lists (:class:`ctsne.neighbors.provider.NeighborLists`) by the affinity
-mode (:mod:`ctsne.affinities.modes`) in the method's graph family
-(:mod:`ctsne.affinities.graphs`), with the progress and the verbose report. A subclass
-holds its parameter table (``_table``), its name in messages and what its method does.
+ConditionalLargeVis. It holds the one :meth:`~ConditionalEmbedding.fit_transform`:
+
+1. check X and the parameters (the method's own checks, :meth:`_check_fit`), choose the
+   engine (:mod:`ctsne.estimator.engine`), all before any work;
+2. encode the prior (α', β', the joint classes);
+3. build the input graph: the engine's neighbour lists, the affinity mode
+   (:mod:`ctsne.affinities.modes`) in the method's graph family
+   (:mod:`ctsne.affinities.graphs`, :meth:`_graph`), with the progress and the verbose
+   report;
+4. lay the map out from it (:meth:`_embed`, the method's own step).
+
+It also holds the parameter table's defaults for models pickled by an earlier version,
+scikit-learn's tags and the callbacks. A subclass holds its parameter table (``_table``),
+its name in messages and its steps.
 """
 
 from __future__ import annotations
@@ -20,12 +27,18 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from .._progress import progress_bar
-from ..affinities.modes import Affinities, AffinityMode, resolve_mode, warn_if_separated
-from ..neighbors.provider import NeighborLists
+from ..affinities.modes import (
+    Affinities,
+    AffinityMode,
+    Precomputed,
+    resolve_mode,
+    warn_if_separated,
+)
+from ..checks import check_spread, to_safe_scale
 from ..prior import Prior, make_prior
-from .engine import NumbaEngine, choose_engine
+from .engine import Engine, choose_engine
 from .parameters import Parameter
-from .validation import DescribedInput
+from .validation import DescribedInput, check_X, threads
 
 __all__ = ["PRIOR_DOC", "ConditionalEmbedding", "callback_list", "document_prior",
            "given_prior"]
@@ -92,7 +105,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         """The repulsion method the engine must offer ("auto" for the SGD layouts)."""
         return "auto"
 
-    def _engine(self) -> NumbaEngine:
+    def _engine(self) -> Engine:
         """The engine of ``backend``, ``device`` and ``precision``, chosen once per fit
         (:func:`ctsne.estimator.engine.choose_engine`, which refuses what it cannot do)."""
         key = (self.backend, self.device, self.precision, self._engine_method(),
@@ -103,7 +116,8 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
             self.__dict__["_fit_engine"] = cached
         return cached[1]
 
-    def fit(self, X, y=None, *, prior=None):
+    # ------------------------------------------------------------------ the fit
+    def fit(self, X, y=None, *, prior=None, knn=None):
         """Embed ``X`` factoring out the prior (``y``, or ``prior`` by keyword); see
         :meth:`fit_transform`.
 
@@ -111,8 +125,97 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         -------
         self
         """
-        self.fit_transform(X, y, prior=prior)
+        self.fit_transform(X, y, prior=prior, knn=knn)
         return self
+
+    @document_prior
+    def fit_transform(self, X, y=None, *, prior=None, knn=None) -> np.ndarray:
+        """Embed ``X`` (n, p) factoring out the prior and return the embedding.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+            A DataFrame's column names become ``feature_names_in_``.
+        PRIOR_DOC
+        knn : (indices, distances), optional
+            Precomputed neighbours of X's rows, each (n, k), self left out (e.g. from
+            :func:`ctsne.affinities.precomputed.knn_from_graph`), for the methods whose
+            graph is t-SNE's P (ConditionalTSNE, ConditionalLargeVis): P is calibrated on
+            them instead of searching. With k < 3·perplexity the perplexity is lowered
+            to k/3, with a warning; ``perplexity_`` holds the value used.
+
+        Returns
+        -------
+        ndarray (n_samples, n_components)
+        """
+        prior = given_prior(y, prior)
+        self._record_feature_names(X, reset=True)
+        X = check_X(X)
+        n = X.shape[0]
+        engine = self._check_fit(n)  # refuses what the fit could not do, before any work
+        check_spread(X)
+        mode = None if knn is None else self._given_lists(knn, n)
+        self.__dict__.pop("input_provenance_", None)  # it described the previous data
+        classes = self._encode_prior(prior, n)  # refuses β' out of range, before the search
+        self._set_input(X)
+        start = self._prepare(X, classes)
+        with threads(self.n_jobs):
+            t0 = time.perf_counter()
+            # the user's call to fit (through fit_transform)
+            built = self._build_affinities(to_safe_scale(X), self._search_classes(classes),
+                                           self._graph(), random_state=self._search_seed(start),
+                                           mode=mode, engine=engine, stacklevel=4)
+            self._keep_affinities(built, time.perf_counter() - t0)
+            self._embed(X, classes, start)
+        return self.embedding_
+
+    # the method's steps of the fit
+    def _check_fit(self, n: int) -> Engine:  # pragma: no cover
+        """Refuse invalid parameters for ``n`` points (ValueError); the fit's engine."""
+        raise NotImplementedError
+
+    def _graph(self):  # pragma: no cover
+        """The graph family of :mod:`ctsne.affinities.graphs` the method lays out."""
+        raise NotImplementedError
+
+    def _search_classes(self, classes: np.ndarray | None) -> np.ndarray | None:
+        """The classes the neighbour lists are searched by (the prior's joint classes)."""
+        return classes
+
+    def _prepare(self, X: np.ndarray, classes: np.ndarray | None):  # pragma: no cover
+        """What the method draws before the search (its start, or its seeds: a shared
+        ``random_state`` generator is drawn from in this order); handed to the steps
+        below."""
+        raise NotImplementedError
+
+    def _search_seed(self, start):
+        """The neighbour search's seed."""
+        return self.random_state
+
+    def _keep_affinities(self, built: Affinities, seconds: float) -> None:  # pragma: no cover
+        """Keep the built graph as the fitted model's attribute; start ``timings_``."""
+        raise NotImplementedError
+
+    def _embed(self, X: np.ndarray, classes: np.ndarray | None,
+               start) -> None:  # pragma: no cover
+        """Lay the map out from the kept graph and ``start``: set ``embedding_``."""
+        raise NotImplementedError
+
+    def _given_lists(self, knn, n: int) -> Precomputed:
+        """The mode of ``fit(..., knn=...)``, refused where the method's graph or the
+        ``affinities`` parameter cannot use given lists."""
+        from ..affinities.options import mode_name
+        from ..affinities.precomputed import check_knn
+
+        if "precomputed" not in self._graph().supports:
+            raise ValueError(f"{type(self).__name__} builds its graph from its own neighbour "
+                             "search; knn= (precomputed neighbours) is for the methods whose "
+                             "graph is t-SNE's P (ConditionalTSNE, ConditionalLargeVis)")
+        if mode_name(self.affinities) in ("balanced", "revised"):
+            raise ValueError(f"affinities={self.affinities!r} searches its own "
+                             "neighbours within and across classes; it cannot use "
+                             "precomputed knn (use affinities='auto' or 'standard')")
+        return Precomputed(*check_knn(knn, n))
 
     # ------------------------------------------------------------------ the prior
     def _encode_prior(self, prior, n: int) -> np.ndarray | None:
@@ -165,13 +268,13 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
             def progress(done, total):
                 bar.update(done - bar.n)
 
-        lists = NeighborLists(X, classes, method=self.neighbors, metric=self.metric,
-                              random_state=random_state, n_jobs=self.n_jobs, progress=progress)
+        engine = self._engine() if engine is None else engine
+        lists = engine.lists(X, classes, method=self.neighbors, metric=self.metric,
+                             random_state=random_state, n_jobs=self.n_jobs, progress=progress)
         labelled = None if self.prior_ is None else ~self.prior_.missing_mask()
         mode = self._affinity_mode() if mode is None else mode
         try:
-            built = (mode.build(lists, graph, labelled) if engine is None
-                     else engine.affinities(mode, lists, graph, labelled))
+            built = engine.affinities(mode, lists, graph, labelled)
         finally:
             if bar is not None:
                 bar.close()

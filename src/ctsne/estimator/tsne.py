@@ -13,21 +13,19 @@ from sklearn.exceptions import NotFittedError
 from .._progress import progress_bar
 from ..affinities.graphs import PerplexityGraph
 from ..affinities.mixing import prior_mixing
-from ..affinities.modes import Precomputed
+from ..affinities.modes import Standard
 from ..affinities.options import mode_name
-from ..affinities.standard import joint_affinities
-from ..checks import check_spread, to_safe_scale
+from ..checks import to_safe_scale
 from ..optimization.initialization import initial_embedding
 from ..optimization.optimizer import (
     EARLY_MOMENTUM,
     FINAL_MOMENTUM,
     OptimizerState,
     auto_learning_rate,
-    in_order,
-    run_in_order,
 )
-from .base import ConditionalEmbedding, callback_list, document_prior, given_prior
-from .engine import NumbaEngine
+from ..optimization.run import DescentRun
+from .base import ConditionalEmbedding, callback_list
+from .engine import Engine
 from .parameters import PARAMETERS, with_parameters
 from .validation import check_P, check_params, check_X, threads
 
@@ -152,71 +150,36 @@ class ConditionalTSNE(ConditionalEmbedding):
     _table = PARAMETERS
     _method_name = "ct-SNE"
 
-    # ------------------------------------------------------------------ validation
-    def _check_params(self, n: int, builds_affinities: bool = True) -> NumbaEngine:
+    # ------------------------------------------------------------------ the fit's steps
+    def _check_params(self, n: int, builds_affinities: bool = True) -> Engine:
         """Refuse invalid parameters before any work; the fit's engine."""
         check_params(self.get_params(deep=False), n, builds_affinities=builds_affinities)
         return self._engine()
 
+    _check_fit = _check_params
+
     def _engine_method(self) -> str:
         return self.method
 
-    # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, prior=None, knn=None) -> ConditionalTSNE:
-        """Embed ``X`` factoring out the prior; see :meth:`fit_transform`."""
-        self.fit_transform(X, y, prior=prior, knn=knn)
-        return self
+    def _graph(self) -> PerplexityGraph:
+        return PerplexityGraph(self.perplexity)
 
-    @document_prior
-    def fit_transform(self, X, y=None, *, prior=None, knn=None) -> np.ndarray:
-        """Embed ``X`` (n, p) factoring out the prior and return the embedding.
+    def _search_classes(self, classes):
+        if classes is None and self.prior_ is not None and mode_name(self.affinities) != "auto":
+            return self.prior_.joint_codes()  # e.g. revised P with beta=1 (plain Q)
+        return classes
 
-        Parameters
-        ----------
-        X : array-like (n_samples, n_features)
-            A DataFrame's column names become ``feature_names_in_``.
-        PRIOR_DOC
-        knn : (indices, distances), optional
-            Precomputed neighbours of X's rows, each (n, k), self left out (e.g. from
-            :func:`ctsne.affinities.precomputed.knn_from_graph`): P is calibrated on them instead of
-            searching. With k < 3·perplexity the perplexity is lowered to k/3, with a
-            warning; ``perplexity_`` holds the value used.
-        """
-        prior = given_prior(y, prior)
-        self._record_feature_names(X, reset=True)
-        X = check_X(X)
-        n = X.shape[0]
-        engine = self._check_params(n)
-        check_spread(X)
-        mode = None
-        if knn is not None:
-            from ..affinities.precomputed import check_knn
+    def _keep_affinities(self, built, seconds: float) -> None:
+        self.P_ = built.P
+        self.perplexity_ = float(self.perplexity if built.perplexity is None
+                                 else built.perplexity)
+        self.timings_ = {"affinities": seconds, "optimization": 0.0}
 
-            if mode_name(self.affinities) in ("balanced", "revised"):
-                raise ValueError(f"affinities={self.affinities!r} searches its own "
-                                 "neighbours within and across classes; it cannot use "
-                                 "precomputed knn (use affinities='auto' or 'standard')")
-            mode = Precomputed(*check_knn(knn, n))
-        self.__dict__.pop("input_provenance_", None)  # it described the previous data
-        classes = self._encode_prior(prior, n)
-        self._set_input(X)
-        Y0 = initial_embedding(X, self.n_components, self.init, self.random_state, classes)
+    def _prepare(self, X: np.ndarray, classes: np.ndarray | None) -> np.ndarray:
+        return initial_embedding(X, self.n_components, self.init, self.random_state, classes)
 
-        with threads(self.n_jobs):
-            t0 = time.perf_counter()
-            by = classes
-            if by is None and self.prior_ is not None and mode_name(self.affinities) != "auto":
-                by = self.prior_.joint_codes()  # e.g. revised P with beta=1 (plain Q)
-            # the user's call to fit (through fit_transform)
-            built = self._build_affinities(to_safe_scale(X), by, PerplexityGraph(self.perplexity),
-                                           random_state=self.random_state, mode=mode,
-                                           engine=engine, stacklevel=4)
-            self.P_ = built.P
-            self.perplexity_ = float(self.perplexity if built.perplexity is None
-                                     else built.perplexity)
-            self.timings_ = {"affinities": time.perf_counter() - t0, "optimization": 0.0}
-            self._optimize_from(Y0)
-        return self.embedding_
+    def _embed(self, X: np.ndarray, classes: np.ndarray | None, start: np.ndarray) -> None:
+        self._optimize_from(start)
 
     def fit_affinities(self, P, prior=None, *, init=None, X=None,
                        kind: str = "precomputed") -> ConditionalTSNE:
@@ -321,20 +284,18 @@ class ConditionalTSNE(ConditionalEmbedding):
         self._state = OptimizerState.fresh(Y0.shape)
         self.n_iter_ = 0
         self.interrupted_ = self._stopped = False
-        # one gradient for both phases: its set-up (P's copy in locality order, the
-        # constant part of the KL) took ~4 s at 250k points with a label-balanced P
         t0 = time.perf_counter()
-        grad = self._gradient()
+        run = self._descent()  # one gradient for both phases and every later call
         self.timings_["optimization"] += time.perf_counter() - t0
         self.early_exaggeration_ = float(self.early_exaggeration)
         used = self._run(self.early_exaggeration_iter, self.early_exaggeration,
-                         EARLY_MOMENTUM, grad=grad)
+                         EARLY_MOMENTUM)
         if used is not None:
             self.early_exaggeration_ = used
         if not (self.interrupted_ or self._stopped):
-            self._run(self.n_iter, self.exaggeration, FINAL_MOMENTUM, grad=grad)
+            self._run(self.n_iter, self.exaggeration, FINAL_MOMENTUM)
         if self.n_iter_ == 0:  # no iteration ran (n_iter = early_exaggeration_iter = 0)
-            self.kl_divergence_ = float(grad.kl(in_order(self.embedding_, grad)))
+            self.kl_divergence_ = run.kl(self.embedding_)
 
     def tsne_counterpart(self) -> ConditionalTSNE:
         """Plain t-SNE of the same data, for comparison: same start, same schedule, t-SNE's P.
@@ -355,27 +316,37 @@ class ConditionalTSNE(ConditionalEmbedding):
                                "ctsne; call fit() first")
         P, kind = self.P_, getattr(self, "affinities_", "standard")
         X = getattr(self, "training_data_", None)
-        if kind in ("balanced", "revised"):
-            if X is None:
-                raise RuntimeError(f"this model was fitted on a {kind} P, which encodes the "
-                                   "prior; its t-SNE counterpart needs the standard P of the "
-                                   "training data, which the model does not hold: fit "
-                                   "ConditionalTSNE() without a prior instead")
-            with threads(self.n_jobs):
-                P = joint_affinities(X, self.perplexity, neighbors=self.neighbors,
-                                     metric=self.metric, random_state=self.random_state,
-                                     n_jobs=self.n_jobs)
-            kind = "standard"
+        if kind in ("balanced", "revised") and X is None:
+            raise RuntimeError(f"this model was fitted on a {kind} P, which encodes the "
+                               "prior; its t-SNE counterpart needs the standard P of the "
+                               "training data, which the model does not hold: fit "
+                               "ConditionalTSNE() without a prior instead")
         plain = clone(self).set_params(callbacks=None)
+        if kind in ("balanced", "revised"):
+            plain.prior_ = None
+            with threads(self.n_jobs):
+                P = plain._build_affinities(to_safe_scale(X), None, plain._graph(),
+                                            random_state=self.random_state, mode=Standard()).P
+            kind = "standard"
         return plain.fit_affinities(P, None, init=self.initial_embedding_, X=X, kind=kind)
 
-    def _gradient(self):
-        """The fit's gradient on its engine (``ConditionalGradient`` on numba)."""
-        return self._engine().gradient(self.P_, self.prior_, self.n_components, self.method,
-                                       self.theta)
+    def _descent(self) -> DescentRun:
+        """The fit's descent (its gradient on the fit's engine, the optimiser's state),
+        made once and reused while P, the prior, the state and the gradient's parameters
+        stay the same objects."""
+        engine = self._engine()
+        key = (self.P_, self.prior_, self._state, engine, self.n_components, self.method,
+               self.theta)
+        run = self.__dict__.get("_fit_run")
+        if run is None or not run.serves(key):
+            grad = engine.gradient(self.P_, self.prior_, self.n_components, self.method,
+                                   self.theta)
+            run = DescentRun(grad, self._state, engine.steps, key)
+            self.__dict__["_fit_run"] = run
+        return run
 
     def _run(self, n_iter: int, exaggeration: float, momentum: float,
-             learning_rate=None, grad=None) -> float | None:
+             learning_rate=None) -> float | None:
         """``n_iter`` iterations; the exaggeration in force at their end (None if none ran)."""
         if n_iter == 0:
             return None
@@ -383,27 +354,24 @@ class ConditionalTSNE(ConditionalEmbedding):
         lr = self.learning_rate if learning_rate is None else learning_rate
         if lr == "auto":
             lr = auto_learning_rate(n, exaggeration)
-        callbacks = callback_list(self.callbacks)
         t0 = time.perf_counter()
-        if grad is None:
-            grad = self._gradient()
-        before = dict(grad.timings)
+        run = self._descent()
+        before = dict(run.timings)
         bar = None
         if self.verbose:
             phase = "early exaggeration" if exaggeration != 1 else "optimisation"
             bar = progress_bar(n_iter, phase, "it")
         try:
-            res = run_in_order(
-                self._engine().descend, self.embedding_, grad, n_iter, lr, momentum, exaggeration,
-                state=self._state, max_step_norm=self.max_step_norm, callbacks=callbacks,
-                callbacks_every_iters=self.callbacks_every_iters, progress=bar,
-            )
+            res = run.descend(self.embedding_, n_iter, lr, momentum, exaggeration,
+                              max_step_norm=self.max_step_norm,
+                              callbacks=callback_list(self.callbacks),
+                              callbacks_every_iters=self.callbacks_every_iters, progress=bar)
         finally:
             if bar is not None:
                 bar.close()
         self.n_iter_ = self._state.n_iter
         self.timings_["optimization"] += time.perf_counter() - t0
-        for stage, seconds in grad.timings.items():
+        for stage, seconds in run.timings.items():
             self.timings_[stage] = (self.timings_.get(stage, 0.0) + seconds
                                     - before.get(stage, 0.0))
         self.interrupted_ = res.interrupted
@@ -412,7 +380,7 @@ class ConditionalTSNE(ConditionalEmbedding):
             warnings.warn(
                 f"optimisation interrupted after {self.n_iter_} iterations: embedding_ is "
                 "partial; call optimize() to continue", UserWarning, stacklevel=3)
-        self.kl_divergence_ = float(grad.kl(in_order(self.embedding_, grad)))
+        self.kl_divergence_ = run.kl(self.embedding_)
         return float(exaggeration if res.exaggeration is None else res.exaggeration)
 
     def optimize(self, n_iter: int = 250, exaggeration: float | None = None,
@@ -445,9 +413,8 @@ class ConditionalTSNE(ConditionalEmbedding):
 
     def kl_divergence(self, Y: np.ndarray | None = None) -> float:
         """KL(P‖R) of ``Y`` (default: the current embedding) under the fitted P and prior."""
-        grad = self._gradient()
         Y = self.embedding_ if Y is None else np.asarray(Y, dtype=np.float64)
-        return float(grad.kl(in_order(Y, grad)))
+        return self._descent().kl(Y)
 
     def transform(self, X_new, prior_new=None, *, perplexity: float = 5.0, n_iter: int = 250,
                   theta: float = 0.5) -> np.ndarray:
@@ -481,11 +448,9 @@ class ConditionalTSNE(ConditionalEmbedding):
         -------
         ndarray (m, n_components)
         """
-        from .placement import place_points
-
         X_new = self._new_points(X_new)
         with threads(self.n_jobs):
-            return place_points(self.training_data_, self.embedding_, X_new, self.prior_,
+            return self._engine().place(self.training_data_, self.embedding_, X_new, self.prior_,
                                 prior_new, perplexity=perplexity, n_iter=n_iter, theta=theta,
                                 metric=self.metric, n_jobs=self.n_jobs)
 

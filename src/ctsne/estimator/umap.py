@@ -38,18 +38,17 @@ import scipy.sparse as sp
 from .._progress import progress_bar
 from ..affinities.fuzzy import membership_strengths, smooth_knn
 from ..affinities.graphs import FuzzyGraph
-from ..checks import check_spread, to_safe_scale
 from ..forces.curve import fit_curve
 from ..neighbors.search import is_exact_search
 from ..optimization.negatives import NegativeSampler
-from ..optimization.sgd import edge_keys, epochs_per_sample, optimize_layout
+from ..optimization.sgd import edge_keys, epochs_per_sample
 from ..optimization.spectral import pca_init, spectral_init
 from ..prior import Prior
-from .base import ConditionalEmbedding, callback_list, document_prior, given_prior
+from .base import ConditionalEmbedding, callback_list
 from .parameters import with_parameters
 from .placement import encode_new_prior, reference_neighbors
 from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs
-from .validation import check_X, threads
+from .validation import threads
 
 __all__ = ["ConditionalUMAP", "GraphEmbedding", "class_weights"]
 
@@ -115,10 +114,6 @@ class GraphEmbedding(ConditionalEmbedding):
     _method_name = "conditional UMAP"  # in messages
 
     # ------------------------------------------------------------------ hooks
-    def _graph(self):  # pragma: no cover
-        """The graph family of :mod:`ctsne.affinities.graphs` the method lays out."""
-        raise NotImplementedError
-
     def _edge_weights(self, P: sp.csr_matrix) -> sp.csr_matrix:
         """The layout's edge weights from the built graph (largest weight 1)."""
         return P
@@ -142,54 +137,36 @@ class GraphEmbedding(ConditionalEmbedding):
         tags.non_deterministic = False
         return tags
 
-    # ------------------------------------------------------------------ fitting
-    @document_prior
-    def fit_transform(self, X, y=None, *, prior=None) -> np.ndarray:
-        """Embed ``X`` (n, p) factoring out the prior and return the embedding.
-
-        Parameters
-        ----------
-        X : array-like (n_samples, n_features)
-            A DataFrame's column names become ``feature_names_in_``.
-        PRIOR_DOC
-
-        Returns
-        -------
-        ndarray (n_samples, n_components)
-        """
-        prior = given_prior(y, prior)
-        self._record_feature_names(X, reset=True)
-        X = check_X(X)
-        n = X.shape[0]
+    # ------------------------------------------------------------------ the fit's steps
+    def _check_fit(self, n: int):
         check_embedding_params(self._table, self.get_params(deep=False), n)
-        engine = self._engine()  # refuses a torch fit it cannot run, before any work
-        check_spread(X)
-        given = self._check_init(n)
+        return self._engine()  # refuses a torch fit it cannot run, before any work
+
+    def _prepare(self, X: np.ndarray, classes: np.ndarray | None):
+        given = self._check_init(len(X))
         a, b = self._curve()  # refuses a curve it cannot fit, before the search
-        self.__dict__.pop("input_provenance_", None)  # it described the previous data
-        classes = self._encode_prior(prior, n)  # refuses β' out of range, before the search
-        self._set_input(X)
         self.a_, self.b_ = float(a), float(b)
+        n = len(X)
         self.n_epochs_ = int(default_epochs(n) if self.n_epochs is None else self.n_epochs)
         # one stream for everything random, so that a seed fixes the whole fit
-        seeds = np.random.default_rng(self.random_state).integers(_SEED_HIGH, size=3)
-        search_seed = None if self.random_state is None else int(seeds[0])
-        with threads(self.n_jobs):
-            t0 = time.perf_counter()
-            # the user's fit (through fit_transform)
-            built = self._build_affinities(to_safe_scale(X), classes, self._graph(),
-                                           random_state=search_seed, engine=engine,
-                                           stacklevel=4)
-            self.graph_ = self._edge_weights(built.P)
-            t1 = time.perf_counter()
-            Y = self._start(X, given, classes, int(seeds[1]))
-            t2 = time.perf_counter()
-            sampler = (NegativeSampler.uniform(n) if classes is None
-                       else NegativeSampler.from_classes(*class_weights(self.prior_)))
-            self.embedding_ = self._layout(Y, self.graph_, sampler, int(seeds[2]))
-        self.timings_ = {"graph": t1 - t0, "init": t2 - t1,
-                         "optimization": time.perf_counter() - t2}
-        return self.embedding_
+        return given, np.random.default_rng(self.random_state).integers(_SEED_HIGH, size=3)
+
+    def _search_seed(self, start):
+        return None if self.random_state is None else int(start[1][0])
+
+    def _keep_affinities(self, built, seconds: float) -> None:
+        self.graph_ = self._edge_weights(built.P)
+        self.timings_ = {"graph": seconds}
+
+    def _embed(self, X: np.ndarray, classes: np.ndarray | None, start) -> None:
+        given, seeds = start
+        t1 = time.perf_counter()
+        Y = self._start(X, given, classes, int(seeds[1]))
+        t2 = time.perf_counter()
+        sampler = (NegativeSampler.uniform(len(X)) if classes is None
+                   else NegativeSampler.from_classes(*class_weights(self.prior_)))
+        self.embedding_ = self._layout(Y, self.graph_, sampler, int(seeds[2]))
+        self.timings_.update(init=t2 - t1, optimization=time.perf_counter() - t2)
 
     def _check_init(self, n: int) -> np.ndarray | None:
         """A given start as a float64 (n, n_components) array, checked before any work."""
@@ -275,14 +252,12 @@ class GraphEmbedding(ConditionalEmbedding):
                        initial_lr=self.learning_rate if lr is None else lr, seed=seed,
                        callback=callback if bar is not None or user else None,
                        callback_every=every)
+        if Y_ref is not None:
+            options.update(source_class=source_class, Y_ref=Y_ref,
+                           keys=None if keys is None else keys[keep])
         try:
-            if Y_ref is None:  # a fit, on the fit's engine
-                return self._engine().layout(Y, G.row[keep], G.col[keep], eps[keep],
-                                             n_epochs, self.a_, self.b_, sampler, **options)
-            return optimize_layout(
-                Y, G.row[keep], G.col[keep], eps[keep], n_epochs, self.a_, self.b_, sampler,
-                source_class=source_class, Y_ref=Y_ref,
-                keys=None if keys is None else keys[keep], **options)
+            return self._engine().layout(Y, G.row[keep], G.col[keep], eps[keep], n_epochs,
+                                         self.a_, self.b_, sampler, **options)
         finally:
             if bar is not None:
                 bar.close()

@@ -9,9 +9,10 @@ needs in the order it reads best and no list is searched twice:
 - the standard lists record which rows lie wholly in their own class (those rows *are*
   their own-class lists, and an own-class search later skips them);
 - where the caller says the own-class lists will probably be wanted too
-  (``expect_classes``), the standard lists come the cheaper way round when the data
-  allows it: from the own-class searches (:mod:`ctsne.neighbors.own_first`, few features),
-  or merged from the balanced lists (:mod:`ctsne.neighbors.merged`, many features);
+  (:meth:`NeighborLists.standard_for_classes`), the standard lists come the cheaper way
+  round when the data allows it: from the own-class searches
+  (:mod:`ctsne.neighbors.own_first`, few features), or merged from the balanced lists
+  (:mod:`ctsne.neighbors.merged`, many features);
 - balanced lists (own-class plus other-class lists) reuse whatever own-class lists exist,
   and standard lists asked after them are merged from them where that merge is exact.
 
@@ -48,12 +49,6 @@ class NeighborLists:
         estimators' ``neighbors`` parameter).
     progress : callable(done, total), optional
         Called as the standard search's query chunks finish.
-
-    Attributes
-    ----------
-    exact_standard : bool
-        Whether the last standard lists are the standard search's own answer (False for
-        lists merged from balanced lists that may miss a point the search would find).
     """
 
     def __init__(self, X: np.ndarray, classes: np.ndarray | None = None, *,
@@ -70,7 +65,6 @@ class NeighborLists:
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.progress = progress
-        self.exact_standard = True
         self._index: ExactIndex | None = None
         self._own: tuple[int, np.ndarray, np.ndarray] | None = None
         self._known: tuple[int, tuple] | None = None
@@ -91,48 +85,51 @@ class NeighborLists:
         return self._index
 
     # ------------------------------------------------------------------ the lists
-    def standard(self, k: int, *, expect_classes: bool = False,
-                 own_search: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Each point's ``k`` nearest other points ``(idx, dist)``, handed over.
+    def standard(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each point's ``k`` nearest other points ``(idx, dist)``, handed over: merged
+        from balanced lists found before where that merge is exact, else searched."""
+        if self.classes is not None and self._balanced is not None \
+                and self._balanced[0] == k and self._balanced[2]:
+            lists = self._balanced[1]
+            return exact_merged_lists(self.X, lists.own_idx, lists.own_dist, lists.other_idx,
+                                      lists.other_dist, k)
+        return self._search(k, remember_own=False)
 
-        Parameters
-        ----------
-        k : int
-        expect_classes : bool
-            The own-class lists will probably be asked for as well: find the standard
-            lists through them where the data allows (module note). The lists are the
-            same where the standard search is exact.
-        own_search : bool
-            Run the standard search itself, whatever is remembered (the lists a mode
-            keeps must be the search's own, not a merge that may miss a point).
-        """
+    def standard_for_classes(self, k: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """:meth:`standard` where the own-class lists will probably be asked for as well:
+        found through them where the data allows (module note); the third value says
+        whether the lists are the standard search's own (False for lists merged from
+        balanced lists, which may miss a point the search would find)."""
         X, codes = self.X, self.classes
-        self.exact_standard = True
-        if codes is not None and not own_search:
-            if self._balanced is not None and self._balanced[0] == k and self._balanced[2]:
-                lists = self._balanced[1]
-                return exact_merged_lists(X, lists.own_idx, lists.own_dist, lists.other_idx,
-                                          lists.other_dist, k)
-            if expect_classes:
-                through = standard_through_classes(X, codes, k, self.method, self.metric,
-                                                   self.n_jobs, self.progress)
-                if through is not None:
-                    self._own = (k, through.own_idx, through.own_dist)
-                    return through.idx, through.dist
-                if merge_first(X, codes, k, self.method, self.metric):
-                    lists = self.balanced(k)
-                    found = merged_standard_lists(X, lists.own_idx, lists.own_dist,
-                                                  lists.other_idx, lists.other_dist,
-                                                  lists.block_width, k, self.metric,
-                                                  self.n_jobs)
-                    if found is not None:  # else handed back: the search follows
-                        self.exact_standard = False
-                        return found
-        idx, dist = nearest_neighbors(X, k, method=self.method, metric=self.metric,
+        if codes is None or (self._balanced is not None and self._balanced[0] == k
+                             and self._balanced[2]):
+            return (*self.standard(k), True)
+        through = standard_through_classes(X, codes, k, self.method, self.metric,
+                                           self.n_jobs, self.progress)
+        if through is not None:
+            self._own = (k, through.own_idx, through.own_dist)
+            return through.idx, through.dist, True
+        if merge_first(X, codes, k, self.method, self.metric):
+            lists = self.balanced(k)
+            found = merged_standard_lists(X, lists.own_idx, lists.own_dist, lists.other_idx,
+                                          lists.other_dist, lists.block_width, k,
+                                          self.metric, self.n_jobs)
+            if found is not None:  # else handed back: the search follows
+                return (*found, False)
+        return (*self._search(k, remember_own=True), True)
+
+    def searched_standard(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The standard search's own lists, whatever is remembered (the lists a mode
+        keeps must be the search's answer, not a merge that may miss a point)."""
+        return self._search(k, remember_own=False)
+
+    def _search(self, k: int, remember_own: bool) -> tuple[np.ndarray, np.ndarray]:
+        codes = self.classes
+        idx, dist = nearest_neighbors(self.X, k, method=self.method, metric=self.metric,
                                       random_state=self.random_state, n_jobs=self.n_jobs,
                                       progress=self.progress, index=self.index())
         self._index = None  # no later ask searches all points again
-        if codes is not None and expect_classes and self._own is None and self._balanced is None:
+        if remember_own and codes is not None and self._own is None and self._balanced is None:
             # rows whose whole list is their own class are their own-class lists already;
             # their distances are kept before a caller calibrates them in place (a copy
             # of the few such rows where the prior is mixed in the data)

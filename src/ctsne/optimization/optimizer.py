@@ -12,7 +12,7 @@ import math
 import signal
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -21,9 +21,10 @@ from .._parallel import sum_in_order, threaded
 from ..tuning import STEP_IN_NUMPY_BELOW
 from ..tuning import STEP_PARALLEL_FROM_COORDS as PARALLEL_FROM_COORDS
 
-__all__ = ["EARLY_MOMENTUM", "FINAL_MOMENTUM", "GAIN_GROWTH", "GAIN_DECAY", "MIN_GAIN",
-           "ExaggerationGuard", "OptimizerState", "auto_learning_rate", "gradient_descent",
-           "in_order", "run_in_order"]
+__all__ = ["EARLY_MOMENTUM", "FINAL_MOMENTUM", "GAIN_GROWTH", "GAIN_DECAY", "HOST_STEPS",
+           "MIN_GAIN", "SCALE_FLOOR", "SCALE_RESET_EXPONENT", "ExaggerationGuard",
+           "HostSteps", "OptimizerState", "RunResult", "auto_learning_rate",
+           "gradient_descent"]
 
 GradientFn = Callable[[np.ndarray, float, bool], tuple[np.ndarray, float | None]]
 Callback = Callable[[int, float, np.ndarray], object]
@@ -201,8 +202,6 @@ class _StopRequest:
             signal.signal(signal.SIGINT, self._old)
 
 
-
-
 @threaded(PARALLEL_FROM_COORDS)
 def _step_kernel(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
                  chunk, col, start, stop):
@@ -296,8 +295,46 @@ def _keep_scale(Y: np.ndarray, update: np.ndarray) -> int:
     return k
 
 
+class HostSteps:
+    """The descent's array operations on host arrays: the numba engine's step.
+
+    An engine offers the loop of :func:`gradient_descent` these primitives, so that the
+    loop is written once: ``load`` the map and the optimiser's state where the gradient
+    works, ``radius`` of a map, ``step`` (gains, momentum, step cap, re-centring, the
+    scale floor), ``host`` (a host copy of the map for callbacks) and ``store`` (write
+    the map and the state back at the end of a run).
+    """
+
+    def load(self, Y: np.ndarray, state: OptimizerState):
+        """The arrays the loop updates: the host's are updated in place."""
+        return Y, state.update, state.gains
+
+    def store(self, Y: np.ndarray, state: OptimizerState, Y_run, update, gains) -> None:
+        """Nothing to write back: the loop updated the caller's arrays."""
+
+    radius = staticmethod(lambda Y: _radius(Y))
+
+    def step(self, Y, grad, update, gains, learning_rate: float, momentum: float,
+             min_gain: float, max_step_norm: float) -> None:
+        """One update in place (``max_step_norm <= 0``: no cap), the map re-centred."""
+        mean = _step(Y, grad, update, gains, learning_rate, momentum, min_gain,
+                     max_step_norm, numba.get_num_threads())
+        # column by column: numpy broadcasts a (d,) row over (n, d) with an inner loop
+        # of length d, several times slower at 10⁵ points in 2-D
+        for k in range(Y.shape[1]):
+            Y[:, k] -= mean[k]
+        _keep_scale(Y, update)
+
+    @staticmethod
+    def host(Y: np.ndarray) -> np.ndarray:
+        return Y
+
+
+HOST_STEPS = HostSteps()
+
+
 def _report(state: OptimizerState, kl: float, progress, callbacks, embedding,
-            guard: ExaggerationGuard | None = None) -> bool:
+            guard: ExaggerationGuard) -> bool:
     """After a step that evaluated the KL: its history, the progress line and the
     callbacks, which see ``embedding()`` (called only if there are any: a device engine
     copies its map to the host for them). Every callback runs; True if one asks to stop.
@@ -305,20 +342,14 @@ def _report(state: OptimizerState, kl: float, progress, callbacks, embedding,
     state.history.append((state.n_iter, kl))
     if progress is not None:
         eased = ""
-        if guard is not None and guard.eased:
-            eased = f", exaggeration {guard.exaggeration:.3g} (of {guard.asked:g})"
+        if guard.eased:
+            eased = (f", early exaggeration eased to {guard.exaggeration:.3g} (asked "
+                     f"{guard.asked:g}: the map was shrinking to a point)")
         progress.set_postfix_str(f"KL={kl:.4f}{eased}")
     if not callbacks:
         return False
     Y = embedding()
     return any([bool(cb(state.n_iter, kl, Y)) for cb in callbacks])
-
-
-def _interrupted(ctrl_c: _StopRequest) -> bool:
-    """After a step: a second Ctrl-C aborts (KeyboardInterrupt), a first ends the run."""
-    if ctrl_c.abort:
-        raise KeyboardInterrupt
-    return ctrl_c.requested
 
 
 def gradient_descent(
@@ -334,6 +365,7 @@ def gradient_descent(
     callbacks: Sequence[Callback] = (),
     callbacks_every_iters: int = 50,
     progress=None,
+    steps: HostSteps = HOST_STEPS,
 ) -> RunResult:
     """Run ``n_iter`` steps from ``Y`` (modified in place and returned).
 
@@ -347,6 +379,11 @@ def gradient_descent(
     callbacks : sequence of callable(iteration, kl, embedding)
         Called every ``callbacks_every_iters`` iterations; a truthy return stops the run.
     progress : object with ``update(n)`` and ``set_postfix_str(s)`` (e.g. tqdm), optional
+    steps : HostSteps or an engine's counterpart
+        The engine's array operations (:class:`HostSteps`; the torch engine's work on
+        device tensors, :class:`ctsne.torch_engine.optimizer.TorchSteps`). ``Y`` and
+        ``state`` are host arrays whatever the engine; a device engine copies them in at
+        the start and back at the end, whatever ends the run.
 
     A Ctrl-C (SIGINT, from the main thread) ends the run after the current iteration with
     ``interrupted=True``; a second one raises KeyboardInterrupt.
@@ -359,81 +396,36 @@ def gradient_descent(
     the iteration at that scale (see ``SCALE_FLOOR``).
     """
     kl = None
-    guard = ExaggerationGuard(exaggeration, _radius(Y))
+    Y_run, update, gains = steps.load(Y, state)
+    guard = ExaggerationGuard(exaggeration, steps.radius(Y_run))
     every = max(1, int(callbacks_every_iters))
     report = progress is not None
+    cap = -1.0 if max_step_norm is None else float(max_step_norm)
     stopped = interrupted = False
-    with _StopRequest() as ctrl_c:
-        for it in range(n_iter):
-            state.n_iter += 1
-            want_kl = (it + 1) % every == 0 and (bool(callbacks) or report)
-            if guard.watching:
-                guard.watch(_radius(Y))
-            grad, kl_now = gradient(Y, guard.exaggeration, want_kl)
-            mean = _step(Y, grad, state.update, state.gains, float(learning_rate),
-                         float(momentum), float(min_gain),
-                         -1.0 if max_step_norm is None else float(max_step_norm),
-                         numba.get_num_threads())
-            # column by column: numpy broadcasts a (d,) row over (n, d) with an inner loop
-            # of length d (1.2 ms at 250k points in 2-D, against ~0.3 ms)
-            for k in range(Y.shape[1]):
-                Y[:, k] -= mean[k]
-            _keep_scale(Y, state.update)
-            if progress is not None:
-                progress.update(1)
-            if kl_now is not None:
-                kl = kl_now
-                if _report(state, kl, progress, callbacks, lambda Y=Y: Y, guard):
-                    stopped = True
+    try:
+        with _StopRequest() as ctrl_c:
+            for it in range(n_iter):
+                state.n_iter += 1
+                want_kl = (it + 1) % every == 0 and (bool(callbacks) or report)
+                if guard.watching:  # a device engine syncs here, in the early phase only
+                    guard.watch(steps.radius(Y_run))
+                grad, kl_now = gradient(Y_run, guard.exaggeration, want_kl)
+                steps.step(Y_run, grad, update, gains, float(learning_rate), float(momentum),
+                           float(min_gain), cap)
+                if progress is not None:
+                    progress.update(1)
+                if kl_now is not None:
+                    kl = kl_now
+                    if _report(state, kl, progress, callbacks, lambda: steps.host(Y_run),
+                               guard):
+                        stopped = True
+                        break
+                if ctrl_c.abort:  # a second Ctrl-C
+                    raise KeyboardInterrupt
+                if ctrl_c.requested:
+                    interrupted = True
                     break
-            if _interrupted(ctrl_c):
-                interrupted = True
-                break
+    finally:
+        steps.store(Y, state, Y_run, update, gains)
     return RunResult(embedding=Y, kl=kl, stopped_by_callback=stopped, interrupted=interrupted,
                      exaggeration=guard.exaggeration)
-
-
-def in_order(Y: np.ndarray, gradient) -> np.ndarray:
-    """``Y`` (rows in the points' own order) in the gradient's numbering: row r is point
-    ``gradient.order[r]`` (``order`` None or absent: the points' own order)."""
-    order = getattr(gradient, "order", None)
-    return Y if order is None else Y[order]
-
-
-def run_in_order(descend, Y: np.ndarray, gradient, n_iter: int, *args,
-                 state: OptimizerState, callbacks: Sequence[Callback] = (),
-                 **kwargs) -> RunResult:
-    """``descend(Y, gradient, n_iter, *args, state, callbacks=…, **kwargs)`` (e.g.
-    :func:`gradient_descent`) run in the gradient's numbering of the points.
-
-    A gradient with an ``order`` (see ConditionalGradient's ``in_locality_order``) works on
-    rows renumbered by it. The map (modified in place, as by ``descend``) and the
-    optimiser's state go into that numbering here and come back in the points' own order
-    whatever ends the run (a callback, Ctrl-C, an error); callbacks and the result's
-    ``embedding`` (``Y`` itself) see the points' own order.
-    """
-    order = getattr(gradient, "order", None)
-    if order is None:
-        return descend(Y, gradient, n_iter, *args, state, callbacks=callbacks, **kwargs)
-    moved = Y[order]
-    state.update, state.gains = state.update[order], state.gains[order]
-
-    def own(a: np.ndarray) -> np.ndarray:
-        out = np.empty_like(a)
-        out[order] = a
-        return out
-
-    def seen(iteration, kl, Z):
-        # one copy in the points' order for all callbacks, each of which runs (as in
-        # gradient_descent's report)
-        Y_own = own(Z)
-        return any([bool(cb(iteration, kl, Y_own)) for cb in callbacks])
-
-    try:
-        res = descend(moved, gradient, n_iter, *args, state,
-                      callbacks=[seen] if callbacks else [], **kwargs)
-    finally:
-        Y[order] = moved
-        state.update, state.gains = own(state.update), own(state.gains)
-    return replace(res, embedding=Y)
-

@@ -20,8 +20,8 @@ sums are the host's in another order: equal to rounding. What reaches the host i
 finished graph (the estimator's ``P_`` or ``graph_``) and per-class and per-row sums.
 Where the search plan is "host" or "faiss" (:func:`ctsne.torch_engine.neighbors.search_plan`:
 above the device's exact search, or a metric other than Euclidean), the standard lists
-come from that search and the modes that need by-class lists are built by the numba
-engine on the host (its by-class searches and representatives).
+come from that search and the by-class lists from the numba engine's searches, request by
+request (:class:`~ctsne.torch_engine.neighbors.DeviceLists`); the graph is built here.
 """
 
 from __future__ import annotations
@@ -38,15 +38,13 @@ from ..affinities.graphs import (
     StandardGraph,
 )
 from ..affinities.mixing import mixing_from_sums
-from ..affinities.modes import Affinities, input_affinities, resolve_mode
-from ..checks import tie_warnings, to_safe_scale
+from ..checks import tie_warnings
 from .calibration import calibrate_rows
 from .device import load_torch
 from .fuzzy import fuzzy_graph_device
-from .neighbors import DeviceLists, search_plan
 
 __all__ = ["DeviceFuzzyGraph", "DevicePerplexityGraph", "DeviceTable", "balanced_device",
-           "device_affinities", "on_device", "symmetrize_device", "to_scipy"]
+           "on_device", "symmetrize_device", "to_scipy"]
 
 
 def symmetrize_device(idx, cond):
@@ -228,8 +226,8 @@ class DevicePerplexityGraph(_Calibrated, PerplexityGraph):
     """:class:`ctsne.affinities.graphs.PerplexityGraph` built from :class:`DeviceLists
     <ctsne.torch_engine.neighbors.DeviceLists>`: each step on the device."""
 
-    def standard(self, lists, *, expect_classes=False, own_search=False) -> DeviceTable:
-        idx, dist = lists.standard(self.k(len(lists.X)))
+    def standard(self, lists, search=None) -> DeviceTable:
+        idx, dist = (lists.standard if search is None else search)(self.k(len(lists.X)))
         _warn_ties(dist, self.perplexity)
         return DeviceTable(idx, calibrate_rows(dist, self.perplexity))
 
@@ -240,61 +238,19 @@ class DevicePerplexityGraph(_Calibrated, PerplexityGraph):
 class DeviceFuzzyGraph(_Calibrated, FuzzyGraph):
     """:class:`ctsne.affinities.graphs.FuzzyGraph` built from device lists."""
 
-    def standard(self, lists, *, expect_classes=False, own_search=False) -> FinishedGraph:
-        idx, dist = lists.standard(self.k(len(lists.X)))
+    def standard(self, lists, search=None) -> FinishedGraph:
+        idx, dist = (lists.standard if search is None else search)(self.k(len(lists.X)))
         _warn_ties(dist, float(dist.shape[1]))
         return FinishedGraph(to_scipy(fuzzy_graph_device(
             idx, dist, self.n_neighbors, self.set_op_mix_ratio, self.local_connectivity)))
 
 
 def on_device(graph):
-    """The device counterpart of a graph family (:mod:`ctsne.affinities.graphs`)."""
-    if isinstance(graph, FuzzyGraph):
+    """The device counterpart of a graph family (:mod:`ctsne.affinities.graphs`); a family
+    of one's own (e.g. a given standard graph) as it is."""
+    if type(graph) is FuzzyGraph:
         return DeviceFuzzyGraph(graph.n_neighbors, graph.set_op_mix_ratio,
                                 graph.local_connectivity)
-    return DevicePerplexityGraph(graph.perplexity)
-
-
-def device_affinities(X: np.ndarray, graph, classes=None, affinities="auto",
-                      within_weight=None, neighbors="auto", metric="euclidean",
-                      random_state=None, n_jobs=None, labelled=None, device=None,
-                      work_dtype=None) -> tuple[Affinities, object]:
-    """A fit's input graph, as the affinity mode builds it
-    (:meth:`ctsne.affinities.modes.AffinityMode.build`), from lists on ``device``.
-
-    Parameters
-    ----------
-    X : ndarray (n, p)
-    graph : PerplexityGraph, FuzzyGraph or float
-        The method's graph family (:mod:`ctsne.affinities.graphs`); a number is t-SNE's
-        P at that perplexity.
-    classes, affinities, within_weight, neighbors, metric, random_state, n_jobs, labelled
-        As for :func:`ctsne.affinities.modes.input_affinities` (``affinities`` a name or
-        a mode object of :mod:`ctsne.affinities.modes`).
-    device : torch.device
-    work_dtype : torch dtype, optional
-        Type of the block distances that choose neighbours (float64 by default).
-
-    Returns
-    -------
-    Affinities
-        With ``P`` a scipy CSR matrix on the host (the estimator's ``P_`` or ``graph_``).
-    plan : str
-        Where the neighbours were searched ("device", "faiss" or "host").
-    """
-    if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
-        graph = PerplexityGraph(float(graph))
-    mode = resolve_mode(affinities, within_weight)
-    X = to_safe_scale(X)
-    n = X.shape[0]
-    plan = search_plan(n, device, neighbors, metric)
-    if classes is not None and int(np.max(classes)) == 0:
-        classes = None  # one class: the standard graph
-    if classes is not None and plan != "device" and mode.name != "standard":
-        # by-class lists beyond the device's exact search: the numba engine's searches
-        return input_affinities(X, None, classes, mode, neighbors=neighbors, metric=metric,
-                                random_state=random_state, n_jobs=n_jobs,
-                                labelled=labelled, graph=graph), "host"
-    lists = DeviceLists(X, classes, device, plan, work_dtype, random_state, n_jobs,
-                        method=neighbors, metric=metric)
-    return mode.build(lists, on_device(graph), labelled), plan
+    if type(graph) is PerplexityGraph:
+        return DevicePerplexityGraph(graph.perplexity)
+    return graph

@@ -245,62 +245,102 @@ def pooled_other_knn(X, codes, k: int, work_dtype=None):
 class DeviceLists:
     """A fit's neighbour lists searched on the device, as the affinity modes ask for them.
 
-    The part of :class:`ctsne.neighbors.provider.NeighborLists` that the modes of
-    :mod:`ctsne.affinities.modes` read (``X``, ``classes``, ``standard``, ``balanced``,
-    ``own_class``, ``pooled_others``, ``exact_standard``, ``merges_exactly``), with the
-    lists as device tensors: a mode's rule, ``"auto"``'s included, then runs as written
-    on lists that never leave the device. The standard lists come from ``plan``'s search
-    (:func:`standard_knn`); the by-class lists from the exact blocks, so a plan other
-    than "device" serves only modes that need no class lists (``"standard"``, or a fit
-    without a prior).
+    The lists provider of :class:`ctsne.neighbors.provider.NeighborLists`'s interface
+    (``X``, ``classes``, ``standard``, ``standard_for_classes``, ``searched_standard``,
+    ``balanced``, ``own_class``, ``pooled_others``, ``merges_exactly``, ``index``) with the
+    lists as device tensors: a mode's rule, ``"auto"``'s included, then runs as written on
+    lists that never leave the device. The standard lists come from the plan's search
+    (:func:`search_plan`, :func:`standard_knn`); the by-class lists from the exact blocks
+    where the plan is "device", else, request by request, from the numba engine's
+    by-class searches (a host :class:`~ctsne.neighbors.provider.NeighborLists`), moved to
+    the device.
 
     Parameters
     ----------
     X : ndarray (n, p)
         At a safe scale; kept on the host too (the counterpart trust reads samples of it).
     classes : ndarray of int (n,) or None
+        A single class is kept as None.
     device : torch.device
-    plan : str
-        From :func:`search_plan`.
     work_dtype, random_state, n_jobs, method, metric
         As for :func:`standard_knn`.
+
+    Attributes
+    ----------
+    plan : str
+        Where the standard lists are searched ("device", "faiss" or "host").
     """
 
-    # the device's lists are each search's own answer; none is merged from others
-    exact_standard = True
-
-    def __init__(self, X: np.ndarray, classes, device, plan: str = "device", work_dtype=None,
-                 random_state=None, n_jobs=None, method: str = "auto",
-                 metric: str = "euclidean"):
+    def __init__(self, X: np.ndarray, classes, device, work_dtype=None, random_state=None,
+                 n_jobs=None, method: str = "auto", metric: str = "euclidean"):
         torch = load_torch()
-        self.X, self.classes, self.plan = X, classes, plan
+        if classes is not None:
+            classes = np.asarray(classes, dtype=np.int64)
+            if len(classes) == 0 or int(classes.max()) == 0:
+                classes = None  # one class: no list by class
+        self.X, self.classes, self.device = X, classes, device
+        self.plan = search_plan(X.shape[0], device, method, metric)
         self.Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)
         self.codes = (None if classes is None else
-                      torch.as_tensor(np.asarray(classes, dtype=np.int64), device=device))
+                      torch.as_tensor(classes, device=device))
         self.search = dict(work_dtype=work_dtype)
         self.random_state, self.n_jobs = random_state, n_jobs
         self.method, self.metric = method, metric
         self._own = None
+        self._host = None
+
+    def _host_lists(self):
+        """The numba engine's provider, for the by-class lists the plan cannot search."""
+        if self._host is None:
+            from ..neighbors.provider import NeighborLists
+
+            self._host = NeighborLists(self.X, self.classes, method=self.method,
+                                       metric=self.metric, random_state=self.random_state,
+                                       n_jobs=self.n_jobs)
+        return self._host
+
+    def _to_device(self, *arrays):
+        torch = load_torch()
+        return tuple(torch.as_tensor(np.ascontiguousarray(a), device=self.device)
+                     for a in arrays)
+
+    def index(self):
+        """None: the device's searches keep no index for a probe."""
+        return None
 
     def merges_exactly(self, k: int) -> bool:
         """False: the device's searches merge no lists (no search is saved by guessing)."""
         return False
 
-    def standard(self, k: int, *, expect_classes: bool = False, own_search: bool = False):
+    def standard(self, k: int):
         """Each point's ``k`` nearest others, ``(idx, dist)`` tensors (n, k)."""
         return standard_knn(self.Xd, k, self.plan, random_state=self.random_state,
                             n_jobs=self.n_jobs, method=self.method, metric=self.metric,
                             **self.search)
 
+    def standard_for_classes(self, k: int):
+        """:meth:`standard` and True: the device's lists are each search's own answer."""
+        return (*self.standard(k), True)
+
+    searched_standard = standard
+
     def own_class(self, k: int):
         """Each point's ``k`` nearest points of its own class (found once)."""
         if self._own is None or self._own[0] != k:
-            self._own = (k, *own_class_knn(self.Xd, self.codes, k, **self.search))
+            if self.plan == "device":
+                own = own_class_knn(self.Xd, self.codes, k, **self.search)
+            else:
+                own = self._to_device(*self._host_lists().own_class(k))
+            self._own = (k, *own)
         return self._own[1], self._own[2]
 
     def balanced(self, k: int) -> BalancedLists:
         """The own-class lists and the other-class ones, per class or pooled
         (:func:`ctsne.neighbors.class_lists.block_width_for`)."""
+        if self.plan != "device":
+            b = self._host_lists().balanced(k)
+            return BalancedLists(self.codes, k, *self._to_device(
+                b.own_idx, b.own_dist, b.other_idx, b.other_dist), b.block_width)
         own_i, own_d = self.own_class(k)
         width = block_width_for(k, int(self.codes.max()) + 1)
         if width is None:
@@ -311,4 +351,7 @@ class DeviceLists:
 
     def pooled_others(self, k: int, own_idx=None):
         """Each point's ``k`` nearest points of all other classes."""
+        if self.plan != "device":
+            host_own = None if own_idx is None else own_idx.cpu().numpy()
+            return self._to_device(*self._host_lists().pooled_others(k, host_own))
         return pooled_other_knn(self.Xd, self.codes, k, **self.search)

@@ -12,6 +12,7 @@ import time
 import warnings
 from pathlib import Path
 
+from ...estimator import registry
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
 from . import defaults
 from .interrupt import CtrlC
@@ -69,8 +70,6 @@ def embed(args: argparse.Namespace) -> int:
 # Options that only one family of maps has: t-SNE's optimiser, UMAP's graph and curve.
 _TSNE_ONLY = {"method": "--method", "n_iter": "--n-iter",
               "exaggeration_iter": "--exaggeration-iter", "exaggeration": "--exaggeration"}
-# each method's name in messages and titles
-_NAMES = {"tsne": "t-SNE", "umap": "UMAP", "largevis": "LargeVis"}
 _ONLY_FOR = {"n_neighbors": ("--n-neighbors", ("umap",)), "min_dist": ("--min-dist", ("umap",)),
              "n_epochs": ("--n-epochs", ("umap", "largevis")),
              "perplexity": ("--perplexity", ("tsne", "largevis"))}
@@ -153,13 +152,8 @@ def _check_options(args: argparse.Namespace, n: int | None = None) -> None:
 
 def _graph_model(args: argparse.Namespace):
     """ConditionalUMAP or ConditionalLargeVis with the options the user set."""
-    if args.algorithm == "umap":
-        from ...estimator.umap import ConditionalUMAP
-
-        return ConditionalUMAP(**_graph_options(args), verbose=not args.quiet)
-    from ...estimator.largevis import ConditionalLargeVis
-
-    return ConditionalLargeVis(**_graph_options(args), verbose=not args.quiet)
+    estimator = registry.method(args.algorithm).estimator
+    return estimator(**_graph_options(args), verbose=not args.quiet)
 
 
 def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
@@ -212,8 +206,9 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
     if len(feats.X) < 3:
         needs = {"tsne": " (and more than the perplexity)", "largevis": " (and more than "
                  "the perplexity)", "umap": " (and more than --n-neighbors)"}[args.algorithm]
+        title = registry.method(args.algorithm).title
         raise DataError(f"{args.input} has {len(feats.X)} usable rows: "
-                        f"{_NAMES[args.algorithm]} needs at least 3 points{needs}")
+                        f"{title} needs at least 3 points{needs}")
     if not args.resume:
         _check_options(args, len(feats.X))  # e.g. the perplexity, before the search
     n_read, table = table.n_rows, table.take(feats.rows)
@@ -296,9 +291,9 @@ def _plot(args, model, Y, plain, table, color) -> None:
             markers, color_name=color, marker_name=args.marker,
             tsne_title="t-SNE" if mode == "standard" else f"t-SNE on the {mode} P")
     else:
-        name = _NAMES[args.algorithm]
-        conditional = "ct-SNE" if args.algorithm == "tsne" else f"conditional {name}"
-        title = f"{conditional}, prior {' & '.join(args.prior)}" if args.prior else name
+        found = registry.method(args.algorithm)
+        title = (f"{found.conditional_title}, prior {' & '.join(args.prior)}" if args.prior
+                 else found.title)
         fig = plotting.plot_embedding(Y, colors, markers, title=title, color_name=color,
                                       marker_name=args.marker, random_state=0).figure
     plotting.save_figure(fig, args.plot, args.force)

@@ -16,7 +16,8 @@ Exit codes: 0 success; 2 a usage or data error (one line on stderr, nothing writ
 130 interrupted (Ctrl-C). An embedding interrupted during the optimisation is still
 written, marked partial, and the command exits with 130.
 
-Only argparse is imported at start-up, so ``ctsne --help`` is quick; the library loads
+Only argparse and the table of methods (:mod:`ctsne.estimator.registry`) are imported at
+start-up, so ``ctsne --help`` is quick; the library loads
 when a command runs (or when a command's help states the library's defaults). Options
 that the library has a default for are None unless the user sets them: only the options
 set are passed on, so each default is written in the library alone (:mod:`.defaults`).
@@ -27,6 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+
+from ...estimator.registry import METHODS
 
 __all__ = ["build_parser", "main"]
 
@@ -109,6 +112,11 @@ def _data_options(p: argparse.ArgumentParser, features: bool = True) -> None:
                    "values (default: missing feature values are an error)")
 
 
+def _names(names: list[str], last: str = "or") -> str:
+    """``a, b or c`` (``last``: the word before the last name)."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ctsne`` command."""
     parser = _Parser(prog="ctsne", description="Conditional t-SNE: embeddings that factor "
@@ -129,9 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embedding file: .csv/.tsv/.parquet (id, ctsne1, ctsne2, labels; "
                    "the same columns for every --algorithm), .npz (embedding, ids, labels), "
                    ".npy (embedding only) or .h5ad (the map in obsm and its parameters in "
-                   "uns, under X_ctsne, X_cumap or X_clargevis by --algorithm, the keys of "
-                   "ctsne.tl.ctsne and ctsne.tl.cumap; an earlier map under the same key "
-                   "is replaced with its record)")
+                   f"uns, under {_names([m.obsm_key for m in METHODS])} by --algorithm, "
+                   f"the keys of {_names([f'ctsne.tl.{m.tool}' for m in METHODS], 'and')}; "
+                   "an earlier map under the same key is replaced with its record)")
     p.add_argument("--prior", action="append", default=[], metavar="COL",
                    help="label column to factor out (repeat for several)")
     p.add_argument("--combine", choices=("joint", "product"),
@@ -183,9 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "early exaggeration (default {exaggeration:g}; 2-4 gives tighter, "
                    "UMAP-like clusters)")
     g = p.add_argument_group("UMAP and LargeVis (--algorithm umap | largevis)")
-    g.add_argument("--algorithm", choices=("tsne", "umap", "largevis"), default="tsne",
-                   help="the map: t-SNE (default), UMAP or LargeVis, each with the prior "
-                   "factored out the same way (its repulsion re-weighted by class)")
+    titles = [m.title + (" (default)" if i == 0 else "") for i, m in enumerate(METHODS)]
+    g.add_argument("--algorithm", choices=[m.key for m in METHODS], default=METHODS[0].key,
+                   help=f"the map: {_names(titles)}, each with the prior factored out the "
+                   "same way (its repulsion re-weighted by class)")
     g.add_argument("--n-neighbors", type=int, metavar="K", help="umap: neighbours of each "
                    "point, itself included (default {umap_n_neighbors})")
     g.add_argument("--min-dist", type=float, metavar="D", help="umap: how tightly points "
@@ -236,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "this embedding of the same points too (e.g. the t-SNE)")
     p.add_argument("--coords", nargs="+", metavar="COL", help="coordinate columns of EMB "
                    "(default ctsne1, ctsne2, …; of an .h5ad: the obsm key, default the one "
-                   "of X_ctsne, X_cumap, X_clargevis it holds)")
+                   f"of {', '.join(m.obsm_key for m in METHODS)} it holds)")
     p.add_argument("--top", type=int, default=10, help="features to print (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed for k-means and the CV folds")
     p.add_argument("-o", "--output", metavar="TABLE", help="write the ranking (.csv .tsv "
@@ -325,10 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "PyTorch device (pip install torch); --backend is how the page draws")
     p.add_argument("--device", metavar="DEVICE", help="with --engine torch: cpu, cuda or "
                    "cuda:N (default: CUDA where torch sees one, else the CPU)")
-    p.add_argument("--algorithm", choices=("tsne", "umap", "largevis"),
+    titles = [m.conditional_title + (" (default; with --model the model's)" if i == 0
+                                     else "") for i, m in enumerate(METHODS)]
+    p.add_argument("--algorithm", choices=[m.key for m in METHODS],
                    help="method of the first map and the page's default for the next: "
-                   "ct-SNE (default; with --model the model's), conditional UMAP or "
-                   "conditional LargeVis; the page can change it at every step")
+                   f"{_names(titles)}; the page can change it at every step")
     p.add_argument("--max-points", type=int, default=200_000, metavar="N",
                    help="draw a random subsample of N points above N (selections still "
                    "take every point; default 200000)")

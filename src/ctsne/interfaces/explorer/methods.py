@@ -13,41 +13,37 @@ from __future__ import annotations
 
 import warnings
 
+from ...estimator import registry
 from .refit import MapJob
 
 __all__ = ["METHODS", "method_title", "graph_estimator", "GraphJob", "check_method"]
 
-# method -> (name without a prior, name with one)
-METHODS = {"tsne": ("t-SNE", "ct-SNE"),
-           "umap": ("UMAP", "conditional UMAP"),
-           "largevis": ("LargeVis", "conditional LargeVis")}
+# method -> (name without a prior, name with one), from the registry of methods
+METHODS = {m.key: (m.title, m.conditional_title) for m in registry.METHODS}
 
 
 def check_method(method: str) -> str:
     """``method`` if it is one of :data:`METHODS`, else ValueError naming them."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    return method
+    return registry.method(method).key
 
 
 def method_title(method: str, conditional: bool) -> str:
     """The method's name as a step title starts (``conditional``: with a prior)."""
-    return METHODS[check_method(method)][1 if conditional else 0]
+    found = registry.method(method)
+    return found.conditional_title if conditional else found.title
 
 
 def graph_estimator(method: str, base, beta: float | None):
     """A :class:`~ctsne.ConditionalUMAP` (``"umap"``) or :class:`~ctsne.ConditionalLargeVis`
     (``"largevis"``) with β' ``beta`` and ``base``'s seed and threads; LargeVis also takes
     ``base``'s perplexity."""
-    from ...estimator.largevis import ConditionalLargeVis
-    from ...estimator.umap import ConditionalUMAP
-
+    graph = [m.key for m in registry.METHODS if m.key != "tsne"]
+    if method not in graph:
+        raise ValueError(f"not a graph method: {method!r} ({' or '.join(graph)})")
     common = {"beta": beta, "random_state": base.random_state, "n_jobs": base.n_jobs}
-    if method == "umap":
-        return ConditionalUMAP(**common)
-    if method == "largevis":
-        return ConditionalLargeVis(perplexity=base.perplexity, **common)
-    raise ValueError(f"not a graph method: {method!r} (umap or largevis)")
+    if method == "largevis":  # LargeVis's P is t-SNE's: the session's perplexity
+        common["perplexity"] = base.perplexity
+    return registry.method(method).estimator(**common)
 
 
 class GraphJob(MapJob):

@@ -17,6 +17,7 @@ from typing import IO
 
 # figures are written by ctsne.plotting, an earlier stage, which names their formats
 from ..._output import DataError, listing
+from ...estimator.registry import METHODS
 from ...plotting.canvas import FIGURE_FORMATS
 
 __all__ = [
@@ -42,9 +43,9 @@ TABLE_FORMATS = ("csv", "tsv", "parquet")
 # what an embedding is written as (the order is the one error messages list)
 EMBEDDING_FORMATS = ("csv", "tsv", "parquet", "npy", "npz", "h5ad")
 # Where an .h5ad holds each method's map: obsm[key] and its record uns[key], the keys
-# ctsne.tl.ctsne and ctsne.tl.cumap write (so that the command line and the scanpy
-# functions agree, and a UMAP beside a t-SNE in one file keeps both).
-EMBEDDING_KEYS = {"tsne": "X_ctsne", "umap": "X_cumap", "largevis": "X_clargevis"}
+# the ctsne.tl functions write (so that the command line and the scanpy functions agree,
+# and a UMAP beside a t-SNE in one file keeps both).
+EMBEDDING_KEYS = {m.key: m.obsm_key for m in METHODS}
 # format -> (module to import, pip package, ctsne extra) for the optional dependencies
 _EXTRAS = {"parquet": ("pyarrow.parquet", "pyarrow", "parquet"),
            "h5ad": ("anndata", "anndata", "anndata")}

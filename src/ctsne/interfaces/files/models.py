@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...estimator import registry
 from .formats import DataError
 from .writing import atomic_path
 
@@ -29,8 +30,7 @@ __all__ = ["METHODS", "annotate", "load_model", "method_of", "provenance", "resu
            "save_model"]
 
 # estimator class -> (the --algorithm that makes it, its name in messages)
-METHODS = {"ConditionalTSNE": ("tsne", "ct-SNE"), "ConditionalUMAP": ("umap", "conditional UMAP"),
-           "ConditionalLargeVis": ("largevis", "conditional LargeVis")}
+METHODS = {m.class_name: (m.key, m.conditional_title) for m in registry.METHODS}
 
 # Models saved before ConditionalTSNE.describe_input existed carry these attributes instead
 # of ``input_provenance_``; :func:`provenance` reads both.
@@ -85,9 +85,9 @@ def provenance(model: ConditionalTSNE) -> dict:
 def method_of(model) -> tuple[str, str]:
     """``(algorithm, name)`` of a fitted model: the ``--algorithm`` that makes it and its
     name in messages (the estimator's class name for a subclass of the user's own)."""
-    for cls in type(model).__mro__:
-        if cls.__name__ in METHODS:
-            return METHODS[cls.__name__]
+    found = registry.of_model(model)
+    if found is not None:
+        return found.key, found.conditional_title
     return "tsne", type(model).__name__
 
 
@@ -153,7 +153,8 @@ def load_model(path: str | os.PathLike, advice: str | None = None) -> Conditiona
     if not isinstance(model, ConditionalEmbedding) or not hasattr(model, "embedding_"):
         what = ("an unfitted model" if isinstance(model, ConditionalEmbedding)
                 else f"a {type(model).__name__}")
-        raise DataError(f"{path} holds {what}, not a fitted ctsne model (ConditionalTSNE, "
-                        "ConditionalUMAP or ConditionalLargeVis)"
+        classes = [m.class_name for m in registry.METHODS]
+        raise DataError(f"{path} holds {what}, not a fitted ctsne model "
+                        f"({', '.join(classes[:-1])} or {classes[-1]})"
                         + (f"; {advice}" if advice else ""))
     return model
