@@ -64,7 +64,8 @@ def test_optimisation_lowers_kl_and_continues(blobs):
 
 def test_both_phases_share_one_gradient_and_time_it_once(blobs, monkeypatch):
     """The gradient (P's copy for the attraction, the KL's constant) is set up once per
-    fit, for both phases; the stage timings add each phase's own seconds once."""
+    fit, for both phases and every later call on the same P and prior; the stage timings
+    add each phase's own seconds once."""
     import ctsne.estimator.engine as engine
 
     built = []
@@ -86,7 +87,18 @@ def test_both_phases_share_one_gradient_and_time_it_once(blobs, monkeypatch):
     for stage in ("attraction", "repulsion"):
         assert 0 < t[stage] <= built[0].timings[stage]
     model.optimize(n_iter=10)
-    assert len(built) == 2  # a continuation sets up its own
+    model.kl_divergence()
+    assert len(built) == 1  # a continuation and the KL reuse the fit's gradient
+    model.set_params(theta=0.3).optimize(n_iter=10)
+    assert len(built) == 2  # another gradient parameter sets up another one
+    model.set_prior(labels % 2)
+    assert len(built) == 3  # and so does another prior
+    # the fit's run is not pickled (it holds P's copy and may hold device tensors)
+    import pickle
+
+    loaded = pickle.loads(pickle.dumps(model))
+    assert "_fit_run" not in vars(loaded)
+    assert loaded.kl_divergence() == pytest.approx(model.kl_divergence(), rel=1e-12)
 
 
 def test_callbacks_receive_progress_and_can_stop(blobs):

@@ -4,7 +4,10 @@
   the command line reads its defaults from it); :mod:`~ctsne.estimator.umap_parameters`
   the same for the UMAP and LargeVis estimators.
 - :mod:`~ctsne.estimator.validation`: the checks of the parameters, X and P.
-- :mod:`~ctsne.estimator.tsne`: :class:`ConditionalTSNE`, orchestration.
+- :mod:`~ctsne.estimator.base`: the one fit every estimator runs, with each method's steps
+  as overrides; :mod:`~ctsne.estimator.engine`: the engines' primitives, chosen once per
+  fit; :mod:`~ctsne.estimator.registry`: the methods and their names in every interface.
+- :mod:`~ctsne.estimator.tsne`: :class:`ConditionalTSNE`'s steps, ``optimize``, ``transform``.
 - :mod:`~ctsne.estimator.placement`: new points into a fitted t-SNE map (``transform``).
 - :mod:`~ctsne.estimator.umap`: :class:`ConditionalUMAP` (and the graph-embedding base
   shared with LargeVis); :mod:`~ctsne.estimator.largevis`: :class:`ConditionalLargeVis`.

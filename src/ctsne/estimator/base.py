@@ -98,6 +98,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state.pop("_fit_engine", None)  # a device handle; chosen again after loading
+        state.pop("_fit_run", None)  # P's copy in the gradient's order; made again on use
         return state
 
     # ------------------------------------------------------------------ the engine

@@ -1,4 +1,4 @@
-"""ConditionalTSNE: the scikit-learn estimator (validation and orchestration only)."""
+"""ConditionalTSNE: t-SNE's steps of the shared fit, its continuation and its new points."""
 
 from __future__ import annotations
 

@@ -18,12 +18,13 @@ class in proportion to the pair weights and each carries the same weight
 
 The repulsion cannot remove a prior that the graph does not connect across: where the
 prior separates the data, ``affinities="auto"`` (the default) lays out the label-balanced
-graph instead, chosen by ConditionalTSNE's rule (:mod:`ctsne.affinities.mixing`).
+graph instead, chosen by ConditionalTSNE's rule (:class:`ctsne.affinities.modes.Auto`).
 
-:class:`GraphEmbedding` holds what UMAP and LargeVis share (validation, the prior, the
-start, the SGD, ``transform``); :class:`ConditionalUMAP` adds UMAP's fuzzy graph and
-curve, :class:`ctsne.estimator.largevis.ConditionalLargeVis` t-SNE's P and the Student-t
-kernel.
+:class:`GraphEmbedding` holds the fit's steps UMAP and LargeVis share (validation, the
+start, the SGD, ``transform``) on the shared fit of
+:class:`~ctsne.estimator.base.ConditionalEmbedding`; :class:`ConditionalUMAP` adds UMAP's
+fuzzy graph and curve, :class:`ctsne.estimator.largevis.ConditionalLargeVis` t-SNE's P
+and the Student-t kernel.
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ class DescentRun:
     steps : HostSteps or an engine's counterpart
         The engine's step primitives (:func:`~ctsne.optimization.optimizer.gradient_descent`).
     key : tuple
-        What the gradient was made from; :meth:`serves` compares it by identity.
+        What the gradient was made from; :meth:`serves` compares its objects by identity,
+        its numbers and names by value.
     """
 
     def __init__(self, gradient, state: OptimizerState, steps: HostSteps = HOST_STEPS,
@@ -46,7 +47,7 @@ class DescentRun:
         """Whether this run's gradient was made from exactly ``key``'s objects."""
         if len(key) != len(self.key):
             return False
-        return all(a is b or (not hasattr(a, "shape") and a == b)
+        return all(a is b or (isinstance(a, (int, float, str)) and a == b)
                    for a, b in zip(key, self.key, strict=True))
 
     @property

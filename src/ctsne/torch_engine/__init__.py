@@ -1,6 +1,6 @@
-"""The PyTorch engine (stage 4.5, between the optimisation and the estimator): a whole
-fit on a torch device, CPU or CUDA, for ``backend="torch"`` of ConditionalTSNE,
-ConditionalUMAP and ConditionalLargeVis.
+"""The PyTorch engine (stage 4.5, between the optimisation and the estimator): a fit on a
+torch device, CPU or CUDA, for ``backend="torch"`` of ConditionalTSNE, ConditionalUMAP and
+ConditionalLargeVis (``transform`` runs on the host).
 
 Optional: torch is imported by these modules when present (``pip install ctsne[gpu]``);
 without it they still import, and :func:`ctsne.torch_engine.device.load_torch` says what
@@ -18,7 +18,8 @@ named in each module; what runs on the device:
 - ``repulsion.py``: the ct-SNE repulsion: exact in blocks, or FFT interpolation with every
   class of every prior term in one batched FFT.
 - ``gradient.py``: the two composed, and KL(P‖R).
-- ``optimizer.py``: gradient descent with momentum and gains, the numba optimiser's rule.
+- ``optimizer.py``: the descent's step primitives (momentum, gains, step cap) on the device,
+  run by the one descent loop of :mod:`ctsne.optimization.optimizer`.
 - ``layout.py``: UMAP's and LargeVis's SGD epochs, edges and class-stratified negatives
   as tensors.
 """
