@@ -35,12 +35,10 @@ __all__ = ["DataError", "STALE_AFTER_S", "TEST_SIGINT_VARIABLE", "atomic_path", 
            "forget_finished", "interruption_point", "listing", "remove_stale",
            "remove_unfinished", "track_outputs"]
 
-# A temporary file of a target (being written, a replaced file kept until the command
-# ends, a writability probe) whose inode has not changed for this long belongs to a
-# process that was killed: a live one writes its file within seconds to minutes and keeps
-# a replaced file only while its other outputs are written. Its inode's change time
-# counts, not its modification time: a kept file is a hard link, which has the old
-# file's modification time but the change time of the moment it was made.
+# A temporary file of a target (being written, a kept replaced file, a writability probe)
+# whose inode has not changed for this long belongs to a process that was killed. Its
+# inode's change time counts, not its modification time: a kept file is a hard link,
+# which has the old file's modification time.
 STALE_AFTER_S = 3600.0
 # The random part of the temporary names: 8 characters of this set (tempfile's).
 _RANDOM = "[a-z0-9_]{8}"
@@ -194,11 +192,9 @@ def check_writable(path: str | os.PathLike, force: bool = False) -> Path:
     return path
 
 
-# (temporary, final, backup, inode) of the files being written now: an abort (double
-# Ctrl-C, which ends the process without unwinding) removes them, see remove_unfinished.
-# The inode is the temporary file's, noted just before it is moved onto the final path:
-# the final path then holding that inode is what says the move happened (a missing
-# temporary file does not: an abort may have removed it before)
+# (temporary, final, backup, inode) of the files being written now, which an abort removes
+# (remove_unfinished). The inode is the temporary file's, noted just before the move: the
+# final path holding it is what says the move happened (an abort may remove the temporary)
 _WRITING: set[tuple[str, str, str | None, int | None]] = set()
 # (final, backup) of the files atomic_path has completed since the last forget_finished(),
 # while a command tracks its outputs (track_outputs); kept here, not by the caller, so that

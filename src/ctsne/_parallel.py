@@ -2,56 +2,33 @@
 on ctsne's own threads.
 
 Why. numba's OpenMP layer (GNU libgomp) spin-waits after every parallel region by
-default. On a machine whose cores are busy with other work, the spinning threads and the
-barrier at the end of each region (which waits for a descheduled thread's next time slice)
-made a fit 7–9× slower than on one thread. Two measures:
+default, which makes a fit far slower on a machine whose cores are busy. Two measures:
 
 * ``OMP_WAIT_POLICY=PASSIVE`` is set when this module is imported, before any ctsne kernel
   starts numba's thread pool (libgomp reads it once, when it loads), unless the user set
   ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``. It applies only if numba's pool was not
   started earlier in the process.
 * Every ``prange`` kernel is compiled twice from one body (:func:`kernel`): a parallel
-  variant with only the explicit ``prange`` loops parallel (numba would otherwise make a
-  region of each ``np.zeros`` or ``.sum()``), and a serial one, used on one thread and
-  below a kernel's measured work threshold, where waking the pool costs more than it saves.
+  variant with only the explicit ``prange`` loops parallel, and a serial one, used on one
+  thread and below a kernel's work threshold, where waking the pool costs more than it saves.
 
-Most kernels (those of an iteration and its step, the neighbour searches and scans, the
-counterpart trust's scans, the calibration, the symmetrisation, the prior-mixing sums,
-the FFT grid passes, the attraction's copies of P and of the map, UMAP's SGD epoch and
-bandwidths, the transform's tree walk and field read) are instead one serial body over a
-range of items, compiled once and released from the GIL, whose parts run side by side on
-the calling thread and ctsne's own workers (:class:`Threaded`). numba's parallel pipeline cost
-~1.2 CPU-s more to compile than a serial build for a small kernel and several times more
-for a large one, on top of the serial twin, in every new environment: half of a first
-1,000-point fit's compile, and half of a 20,000-point one's. The parts are fixed by the
-caller, so the exact and Barnes-Hut forces are the same on any number of threads. The
-attraction, a memory-bound pass that ran 10-20 % faster in numba's pool, keeps a
-``prange`` twin for large P.
+Most kernels are instead one serial body over a range of items, compiled once and released
+from the GIL, whose parts run side by side on the calling thread and ctsne's own workers
+(:class:`Threaded`): numba's parallel pipeline costs much more to compile. The parts are
+fixed by the caller, so the exact and Barnes-Hut forces are the same on any number of
+threads. The attraction, memory-bound, keeps a ``prange`` twin for large P.
 
 Determinism. A kernel freshly compiled and the same kernel loaded from numba's cache can
-run differently optimised code (numba issue #10617): with parallel reductions or
-fastmath sums, different rounding. Here no kernel reduces in parallel (sums run serially
-in a fixed order, mostly in numpy), and fastmath helpers are inlined into the one kernel
-that calls them, so one-thread runs agree bit for bit, cold cache or warm. The parallel
-twins' loop bodies are compiled apart by numba, and their fastmath sums may still round
-differently on the first, compiling run: the exact repulsion therefore sums in fixed
-lanes without fastmath (a fit evaluated exactly, up to 1,200 points under "auto", gives
-the same embedding cold or warm on two threads too, bit for bit; one thread and two still
-differ in the last bits, through the attraction's per-thread blocks); Barnes-Hut's walks
-keep fastmath.
+round parallel reductions or fastmath sums differently. Here no kernel reduces in parallel
+and fastmath helpers are inlined into their one caller, so one-thread runs agree bit for
+bit, cold cache or warm; the exact repulsion avoids fastmath, so it agrees on any threads.
 
-Small calls in numpy. A pass that runs once per fit (a neighbour scan, the calibration,
-the symmetrisation, the prior-mixing sums) takes milliseconds below its parallel threshold,
-while its serial twin costs 0.3–1 s to compile in a new environment: together most of a
-first 1,000-point fit's compile. Such a kernel may be given a numpy twin
-(:meth:`Kernel.small`) of the same arguments, which then serves every call below the
-kernel's threshold (or a higher one of its own), so a small fit compiles only what runs
-per iteration: the twins spare a cold 1,000-point fit ~8.5 CPU-s of compile (5.9 against
-14.4 CPU-s, ``benchmarks/bench_compile.py``) and ~8 s of wall time (10.5 against 18.9 s,
-``bench_vs_opentsne.py --startup``). Each twin says beside it which compile it saves.
-The twin follows the kernel's operations in their order (sums in the same sequence, the
-same ties), so the two agree to rounding (to the last bit wherever numpy's ``exp`` and
-``log`` are the C library's; not on CPUs with AVX-512, where numpy has its own), and
+Small calls in numpy. A pass that runs once per fit takes milliseconds below its parallel
+threshold, while its serial twin costs a noticeable compile in a new environment. Such a
+kernel may be given a numpy twin (:meth:`Kernel.small`) of the same arguments, which then
+serves every call below the kernel's threshold (or a higher one of its own), so a small
+fit compiles only what runs per iteration. The twin follows the kernel's operations in
+their order (sums in the same sequence, the same ties), so the two agree to rounding, and
 ``tests/test_numpy_twins.py`` holds each to its kernel within a tolerance. A fit takes one
 path or the other by its size alone, so a cold and a warm cache still give the same
 result.
@@ -88,9 +65,8 @@ def sum_in_order(x: np.ndarray) -> np.ndarray:
     as a kernel's loop over a row adds them: numpy's own reductions may sum pairwise, so
     the numpy twins sum with this."""
     if x.shape[0] > x.shape[1]:
-        # tall: a cumulative sum adds in the same order (+ 0.0: a loop from 0 never ends
-        # at −0); row by row took 4.1 ms for 5,000 × 2 against 0.05 ms, while for wide
-        # tables (90 × 11,000) the cumulative sum took 15× the rows' loop
+        # tall: a cumulative sum adds in the same order, and faster than the rows' loop
+        # (+ 0.0: a loop from 0 never ends at −0); wide tables loop over their few rows
         return np.cumsum(x, axis=0)[-1] + 0.0
     total = np.zeros(x.shape[1])
     for row in x:
@@ -178,8 +154,7 @@ def kernel(min_work: float, **options):
 
 class _Worker:
     """A thread that runs one part at a time, handed over and collected through two locks
-    (~10-20 µs a round trip here, like numba's OpenMP pool; a ThreadPoolExecutor took
-    ~40-70 µs, 0.1 s in a 1,000-point fit's 1,500 kernel calls)."""
+    (a cheaper round trip than a ThreadPoolExecutor's)."""
 
     def __init__(self):
         self._go, self._done = threading.Lock(), threading.Lock()
@@ -230,15 +205,11 @@ class Threaded:
     """One kernel body over a range of items, compiled once, serial and releasing the GIL,
     and run by up to ``numba.get_num_threads()`` threads, each over its own part.
 
-    Why. numba compiles a ``prange`` kernel through its parallel pipeline (a second
-    function for the loop body, a scheduler wrapper) and a serial twin besides: the
-    parallel one alone costs ~1.2 CPU-s more to compile than the serial one for a small
-    kernel (Barnes-Hut's walk: 11.8 against 3.8 CPU-s), in every new environment. Parts
-    should make no array or row view per item: two threads doing so contend on the
-    shared reference counts (keep one buffer a part). A body that takes its range
-    (``start``, ``stop``) compiles once; the calling thread and a pool of Python threads
-    run its parts side by side. The parts are fixed by the caller, and every part runs the
-    same machine code on any thread count, so a result depends on the parts only.
+    Why. numba's parallel pipeline costs far more to compile than a serial build. A body
+    that takes its range (``start``, ``stop``) compiles once; the calling thread and a pool
+    of Python threads run its parts side by side. Parts should make no array or row view
+    per item: threads doing so contend on the shared reference counts. The parts are fixed
+    by the caller, so a result depends on the parts only, not on the thread count.
 
     Parameters
     ----------
@@ -250,10 +221,8 @@ class Threaded:
     prange_from : float, optional
         Work from which a split call runs a ``prange`` twin instead (the body's loop
         over its range written ``numba.prange(start, stop)``, a plain range in the
-        serial build). numba's pool ran a memory-bound pass 10-20 % faster than the same
-        body on these threads (why is not pinned down: compiling the serial build
-        without aliasing between its arrays, as numba compiles a parallel loop's body,
-        did not close it); worth its compile where the pass is long.
+        serial build). numba's pool runs a memory-bound pass faster than these threads;
+        worth its compile where the pass is long.
     **options
         Further ``numba.njit`` options.
     """

@@ -44,10 +44,9 @@ def to_safe_scale(X: np.ndarray) -> np.ndarray:
 
 
 # Neighbour distances below this share of the largest row norm may be rounding rather than
-# distance: pynndescent computes in float32 (distinct points 1e-7 apart come out at 0), and
-# scikit-learn's brute-force search expands |x − y|² = |x|² − 2x·y + |y|², which leaves
-# ~1e-8·|x| of noise (a point and its copy at 4e-8, close distinct points at 0). Below it,
-# a pair is a duplicate only if its coordinates are equal.
+# distance (pynndescent computes in float32; scikit-learn's brute force expands
+# |x − y|² = |x|² − 2x·y + |y|²). Below it, a pair is a duplicate only if its coordinates
+# are equal.
 DUPLICATE_CHECK_BELOW = 1e-6
 # Candidate pairs compared per step (bounds the (pairs, p) temporaries).
 _PAIRS_PER_STEP = 1 << 15
@@ -75,9 +74,7 @@ def exact_duplicates(X: np.ndarray, indices: np.ndarray, distances: np.ndarray) 
         return found
     norm = float(np.sqrt(X.shape[1])) * float(np.max(np.abs(X)))
     near = DUPLICATE_CHECK_BELOW * norm
-    # only rows whose nearest lies that close (a row's minimum: one pass over the table,
-    # where a mask of it and its non-zeros took most of the check, 18 of 26 ms at 53,940
-    # × 90)
+    # only rows whose nearest lies that close (a row's minimum: one pass over the table)
     some = np.flatnonzero(distances.min(axis=1) <= near)
     if 2 * len(some) < n:
         sub, cols = np.nonzero(distances[some] <= near)

@@ -65,10 +65,9 @@ def make_synthetic(
 
     The defaults reproduce the paper's Figure 1 with seed 0: t-SNE shows the five
     clusters of dimensions 1–4 and only blurred traces of the four of dimensions 5–6,
-    while ct-SNE with prior ``f14`` mixes the five and shows the four (10-NN homogeneity
-    of f14 / f56: t-SNE 0.996 / 0.924, ct-SNE with β' = 0.01 0.182 / 0.961; REPORT.md).
-    Fixed centre layouts (rather than random centres) keep that true across seeds: with
-    random centres two clusters are often nearly on top of each other.
+    while ct-SNE with prior ``f14`` mixes the five and shows the four. Fixed centre
+    layouts keep that true across seeds: with random centres two clusters are often
+    nearly on top of each other.
 
     Returns
     -------

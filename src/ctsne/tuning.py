@@ -7,13 +7,10 @@ speed and compile time, not the result, except where its line says the result mo
 its last bits, or within the method's accuracy). Beside each value, the benchmark
 (``benchmarks/``) that measures its trade-off; BENCHMARKS.md has the current figures.
 
-Not here: constants that define results (the perplexity factor, tolerances, the prior's
-defaults, the engines' error models, UMAP's curve), and sizes read inside a numba kernel's
-body (``neighbors.kdtree.LEAF_SIZE``, ``neighbors.brute._BLOCK`` and ``_TILE``,
-``forces.repulsion._zorder.BOX_RUNS`` and ``RADIX_BITS``,
-``forces.repulsion.barnes_hut._LIST_START``): numba compiles a global's value into the
-cached kernel and checks only the kernel's own file for changes, so such a size stays
-beside its kernel, where an edit recompiles it.
+Not here: constants that define results (tolerances, the prior's defaults, error
+models), and sizes read inside a numba kernel's body (e.g. ``neighbors.kdtree.LEAF_SIZE``):
+numba compiles a global's value into the cached kernel and checks only the kernel's own
+file for changes, so such a size stays beside its kernel, where an edit recompiles it.
 
 No imports: the modules that read these import this one at no cost.
 """
@@ -166,74 +163,49 @@ FIELD_BYTES = 1 << 30  # bench_transform.py
 
 # --- the FFT repulsion and the placement field: how their grids run -----------------------
 
-# Spread in tile order when the 2-D charge grid outgrows a core's L2 cache and there are
-# enough points for cache misses to matter.
+# Spread in tile order when the 2-D charge grid outgrows L2 and cache misses matter
 FFT_SORT_ABOVE_BYTES = 1 << 20  # bench_fft.py
 FFT_SORT_ABOVE_POINTS = 20_000  # bench_fft.py
-# Kernel spectra kept for reuse: with a fixed node spacing, successive calls on a slowly
-# growing layout mostly share a grid size. One 10⁶-point layout needs ~150 MB.
+# Kernel spectra kept for reuse: successive calls on a slowly growing layout share a grid
 FFT_KERNEL_CACHE_BYTES = 256 << 20  # bench_fft.py (a memory bound)
-# Stages run on one thread below these sizes (point stages: m·p^d, grid stages: padded
-# nodes): waking the thread pool would cost more than it saves.
+# Stages (point stages: m·p^d, grid stages: padded nodes) on one thread below: no pool wake-up
 FFT_PARALLEL_ABOVE = 1 << 16  # bench_fft.py, bench_threads.py
-# 2-D grids of at least this many padded nodes are transformed in single precision: the
-# FFTs then dominate a large layout's repulsion (0.25 of 0.4 s per call at 10⁶ points over
-# a span of ~450) and run 1.5-2x faster, while float32 rounding (~1e-7 of the largest
-# potential) stays far below the interpolation error (~5e-4). Smaller grids cost little
-# either way and keep float64.
+# 2-D grids of at least this many padded nodes are transformed in single precision: there
+# the FFTs dominate, and float32 rounding stays far below the interpolation error.
 FFT_SINGLE_ABOVE = 1 << 20  # bench_fft.py (results move ~1e-7)
-# Query points from which the read runs in parts on ctsne's threads.
+# Query points from which the read runs in parts on ctsne's threads
 FIELD_PARALLEL_FROM_QUERIES = 20_000  # bench_transform.py
 
 # --- the optimiser's step, the SGD layout and its start -----------------------------------
 
-# Coordinates (n·d) from which a step runs in parts on ctsne's threads: ~5 ns of serial
-# work each.
+# Coordinates (n·d) from which a step runs in parts on ctsne's threads
 STEP_PARALLEL_FROM_COORDS = 50_000  # bench_step.py
-# Below this many coordinates a step runs in numpy (`_step_small`): the kernel costs
-# ~0.6 CPU-s to compile in a new environment, numpy ~80 µs more a step at 1,000 points in
-# 2-D and ~140 µs at 2,500 (0.06-0.1 s in a fit of 750 steps).
+# Below this many coordinates a step runs in numpy (`_step_small`): no kernel to compile
 STEP_IN_NUMPY_BELOW = 5_000  # bench_compile.py
-# Edges from which an epoch runs in parts on ctsne's threads (ctsne._parallel.Threaded,
-# one serial build: numba's parallel build cost ~1.5 CPU-s more in a new environment): an
-# epoch scans every edge (a few ns each) and samples a share of them (~0.3 µs with 5
-# negatives), so 20,000 edges are a few ms of serial work, well above a hand-off.
+# Edges from which an epoch runs in parts on ctsne's threads (ctsne._parallel.Threaded)
 SGD_PARALLEL_FROM_EDGES = 20_000  # bench_umap.py --layout
-# Components smaller than this are solved densely (exact, and ARPACK needs more vertices
-# than vectors asked for).
+# Components smaller than this are solved densely (ARPACK needs more vertices than vectors)
 SPECTRAL_DENSE_BELOW = 500  # ARPACK's lower limit (exact below, within SPECTRAL_TOL above)
-# New points per neighbour query: bounds the (chunk, n_ref) distance block of a
-# brute-force search whatever the number of new points.
+# New points per neighbour query: bounds a brute-force search's (chunk, n_ref) block
 PLACEMENT_QUERY_CHUNK = 5000  # bench_transform.py (a memory bound)
 
 # --- the torch engine: its plans and blocks -----------------------------------------------
 
 # method="auto": the exact O(n²) kernel up to this many points (and for d > 2), the
-# batched FFT above. On the CPU the numba engine's crossover for one group
-# (forces.repulsion.conditional.EXACT_BELOW); on a GPU the exact kernel is ~1e10 pairs a
-# second, so a few thousand points are still cheaper than the FFT grids' fixed cost
-# (estimated, not measured: no GPU was lent to the session that wrote this).
+# batched FFT above; on a GPU the exact kernel stays cheaper than the grids' fixed cost longer.
 TORCH_EXACT_UP_TO = {"cpu": 500, "cuda": 4_000}  # bench_torch.py --gradient
-# The exact kernel keeps the (n, n) pair weights up to this many pairs (128 MB in float64).
+# The exact kernel keeps the (n, n) pair weights up to this many pairs
 TORCH_KEEP_WEIGHTS_UP_TO = 1 << 24  # a memory bound
-# Exact search on the device up to this many points. The CPU's was the numba engine's
-# exact/approximate crossover when written (neighbors.search.APPROX_ABOVE, since moved to
-# 40,000 for scikit-learn's brute force; torch's own not measured); the GPU's is an estimate,
-# not a measurement (no GPU was lent to the session that wrote it): n² distances at
-# 10⁶ points and 50 features are 10¹⁴ flops, seconds on an H100, before the top-k.
+# Exact search on the device up to this many points (a GPU computes n² distances fast)
 DEVICE_EXACT_UP_TO = {"cpu": 10_000, "cuda": 1_000_000}  # bench_torch.py (exact lists below)
-# Distance entries per block of query rows, by device type: 64 MB in float32 on the CPU;
-# 512 MB on a GPU, where per-block launches dominated smaller blocks (10⁶ points, 5
-# classes, H100: the by-class searches took 41.2 s in blocks of 2²⁴ entries, 24.0 s in
-# blocks of 2²⁷).
+# Distance entries per block of query rows, by device type: on a GPU, per-block launches
+# dominate smaller blocks.
 DEVICE_BLOCK_ENTRIES = {"cpu": 1 << 24, "cuda": 1 << 27}  # profile_torch.py
-# Pairs per block of rows of the exact kernel (each pair holds d differences).
+# Pairs per block of rows of the exact kernel (each pair holds d differences)
 TORCH_EXACT_BLOCK_PAIRS = 1 << 22  # a memory bound
-# Points per chunk of the spreading and gathering (each holds p^d stencil entries).
+# Points per chunk of the spreading and gathering (each holds p^d stencil entries)
 TORCH_POINT_CHUNK = 1 << 20  # a memory bound
-# Kernel spectra kept (one per node spacing and grid size): a slowly growing layout and
-# classes of the same span reuse them.
+# Kernel spectra kept (one per node spacing and grid size) for reuse
 TORCH_SPECTRA_KEPT = 8  # a memory bound
-# Bisection steps between the checks whether any row is still moving (each check waits
-# for the device).
+# Bisection steps between the checks whether any row still moves (each waits for the device)
 FUZZY_CHECK_EVERY = 16  # a device wait per check

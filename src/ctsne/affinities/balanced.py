@@ -56,10 +56,7 @@ __all__ = ["K_MIN", "OTHER_SHARE", "PER_CLASS_UP_TO", "TAIL_MASS", "BalancedList
 # Each block of a row keeps the entries that hold 1 − TAIL_MASS of its mass (the rest, its
 # farthest neighbours, are dropped and the block scaled back to its weight, so the shares
 # across classes stay exact). A block's Gaussian puts little on its far end, and the
-# attraction's cost follows P's entries: 0.05 keeps about 0.6 of them and moved
-# within-batch preservation and the overall score by no more than ±0.01 on the
-# integration sets (experiments/tail_mass.py), the attraction ~30 % faster at 100k points
-# (benchmarks/bench_balanced.py).
+# attraction's cost follows P's entries.
 TAIL_MASS = 0.05
 
 
@@ -67,16 +64,14 @@ def _finish(idx_blocks, dist_blocks, weights, perplexity, k, tail=0.0) -> sp.csr
     """Calibrate each block at its own perplexity, trim its tail (``tail`` of its mass),
     weight the blocks, symmetrise."""
     n = idx_blocks[0].shape[0]
-    # filled block by block: hstack then a cast to int32 wrote (and page-faulted) the
-    # whole table twice more (200,000 × 182: 0.14-0.9 s against 0.05 s)
+    # filled block by block: hstack then a cast would write the whole table twice more
     idx = np.empty((n, sum(b.shape[1] for b in idx_blocks)),
                    dtype=np.int32 if n < np.iinfo(np.int32).max else np.int64)
     col = 0
     for block in idx_blocks:
         idx[:, col:col + block.shape[1]] = block
         col += block.shape[1]
-    # the distances, copied once into the table they are calibrated in (an hstack and a
-    # second table took 0.4-0.5 s more at 200,000 × 183)
+    # the distances, copied once into the table they are calibrated in (no second table)
     starts = np.cumsum([0] + [b.shape[1] for b in dist_blocks]).astype(np.int64)
     cond = np.empty((n, int(starts[-1])))
     for b, block in enumerate(dist_blocks):

@@ -26,24 +26,14 @@ __all__ = ["CALIBRATE_MAX_ITER", "CALIBRATE_TOL", "NUMPY_BELOW_ENTRIES", "PARALL
 
 
 # The (n, k) tables' thresholds come from ctsne.tuning (and are named here too: other
-# modules and the tests read them from this one). From PARALLEL_FROM_ENTRIES neighbour
-# entries (n·k) a pass over an (n, k) table runs on the thread pool: these passes run once
-# per fit, and below that size a second thread saves at most ~15 ms while a parallel build
-# costs 0.3–1.5 s to compile in a new environment. Below NUMPY_BELOW_ENTRIES they
-# (calibration, symmetrisation, the table's mixing sums) run as numpy twins
-# (ctsne._parallel) on any number of threads: each compiled pass costs 2-6 CPU-s to compile
-# in a new environment, and numpy adds ~0.25 s at 10⁶ entries.
+# modules and the tests read them from this one).
 
 # The search for each row's precision: entropy tolerance (nats) and most steps.
 CALIBRATE_TOL = 1e-8
 CALIBRATE_MAX_ITER = 200
 # The search starts at β = START_SCALE·log(k/perplexity) / mean(d² − d²_min) (distances
-# relative to the row's largest): a distribution as flat as exp(−β·mean) at the mean
-# offset would keep about perplexity of the k entries at START_SCALE = 1, and real rows
-# sit lower. Mean Newton steps per row at 3 against 6.7–7.7 from β = 1, on four data sets
-# (digits 64-D, uniform and paper-style 10-D, Gaussian 3-D; perplexity 5, 30, 100; k =
-# 3·perplexity): 3.6–4.3, and 3.3–4.0 for the label-balanced P's blocks (8.7–10.4 from
-# β = 1). 2.5 and 3.5–5 took more steps on some of them.
+# relative to the row's largest), where a flat row would keep about perplexity of the k
+# entries; real rows sit lower. It saves Newton steps against β = 1.
 START_SCALE = 3.0
 
 
@@ -149,9 +139,7 @@ def trim_tail(p, tail):
 def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail, out, start,
                       stop):
     # Plain rows (no blocks: ``starts`` holds one entry) and rows of weighted blocks in
-    # one kernel: a fit under affinities="auto" calibrates the standard P and then the
-    # label-balanced one, and a first run in a new environment compiles this once (two
-    # kernels took 0.7-0.8 s each, numba's compile events, the paper's 1,000 points).
+    # one kernel: one compile serves both the standard and the label-balanced P.
     # rows start … stop − 1
     blocks = starts.shape[0] - 1
     for i in numba.prange(start, stop):
@@ -191,7 +179,7 @@ def _calibrate_kernel(dist, perplexity, tol, max_iter, starts, k, weights, tail,
             out[i, j] /= total
 
 
-# Twin: a small fit compiles no calibration (kernel + helpers 2.3 CPU-s; bench_compile.py).
+# Twin: a small fit compiles no calibration.
 # The kernel's results for empty, infinite or duplicate rows (nan, 0/0) come silently.
 @_calibrate_kernel.small(below=NUMPY_BELOW_ENTRIES)
 @np.errstate(invalid="ignore", divide="ignore", over="ignore")

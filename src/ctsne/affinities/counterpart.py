@@ -41,16 +41,10 @@ POOLED_SAMPLE = 20_000
 @threaded(PARALLEL_FROM_ENTRIES)
 def _smallest_apart(gram, row_norm, col_norm, own_lo, own_hi, k, out, start, stop):
     # Each row's k smallest squared distances (row_norm[i] + col_norm[j]) − 2·gram[i, j]
-    # (gram_squared_distances' expression, the same bits, read once from the product A·Bᵀ
-    # instead of writing and reading three temporaries) over the columns outside
-    # own_lo[i]:own_hi[i] (the row's own class in the pooled lists, the row's own point in
-    # the trust's own-class lists, nothing where both are the column count), rows
-    # start … stop − 1. A sorted insertion: most entries fail the first test, which is
-    # why this beats np.argpartition. Equal values stay in column order, so duplicated
-    # points are paired the same way on every machine. Plain loops only: array
-    # expressions would pull numba's broadcasting into the compile (seconds, on a first
-    # run). One buffer a part: an array or a row view made per row costs two threads
-    # atomic reference counts on shared memory (~15 % of the scan on 2 threads).
+    # (gram_squared_distances' expression, the same bits) over the columns outside
+    # own_lo[i]:own_hi[i], rows start … stop − 1. A sorted insertion: most entries fail the
+    # first test. Equal values stay in column order, so duplicated points pair the same way
+    # on every machine. Plain loops only; one buffer a part (no shared refcounts).
     m = gram.shape[1]
     best = np.empty(k)
     row = np.empty(k, dtype=out.dtype)
@@ -85,7 +79,7 @@ def _smallest_small(d2, k, out):
     out[:, :kk] = np.where(vals < np.inf, cols, 0)
 
 
-# Twin: a small fit compiles no _smallest_apart (its serial build 0.81 CPU-s; bench_compile.py).
+# Twin: a small fit compiles no _smallest_apart.
 @_smallest_apart.small
 def _smallest_apart_small(gram, row_norm, col_norm, own_lo, own_hi, k, out):
     d2 = _distances_small(gram, row_norm, col_norm)
@@ -100,14 +94,9 @@ def _pair_scan(A, Bt, gram, row_norm, col_norm, k, skip_self, row_out, col_best,
     # Each row's k nearest columns (into row_out) and, where col_best has columns, each
     # column's k nearest rows, per part p of the rows (items are the parts: rows
     # p·n/P … (p + 1)·n/P − 1 for P = col_best.shape[0]; merged by _column_lists), from
-    # one pass over the squared distances: those of the product A·Bᵀ as
-    # (row_norm[i] + col_norm[j]) − 2·gram[i, j] where gram is given, else summed feature
-    # by feature, Σ_f (A[i, f] − Bt[f, j])² in f order (the block tree's sums; no
-    # product, and the same bits on every machine). With skip_self a row is not its own
-    # neighbour. A column's candidates arrive in row order and a row's in column order,
-    # so ties keep index order. The column test reads a contiguous copy of each list's
-    # last value: the lists themselves are k apart in memory. (One pass for both: reading a
-    # product a second time by columns costs twice its pass by rows.)
+    # one pass over the squared distances: from gram where given, else summed feature by
+    # feature in f order (the block tree's sums). With skip_self a row is not its own
+    # neighbour. Candidates arrive in index order, so ties keep index order.
     n = row_out.shape[0]
     p, m = Bt.shape
     parts = col_best.shape[0]
@@ -145,7 +134,7 @@ def _pair_scan(A, Bt, gram, row_norm, col_norm, k, skip_self, row_out, col_best,
             bound = np.inf  # best[k − 1], kept in a register
             for j in range(m):
                 v = d[j]
-                if v < bound:  # insert_sorted inline (scan 2.8 against 3.2 ms a 10⁶)
+                if v < bound:  # insert_sorted inline
                     pos = k - 1
                     while pos > 0 and best[pos - 1] > v:
                         best[pos] = best[pos - 1]
@@ -167,7 +156,7 @@ def _pair_scan(A, Bt, gram, row_norm, col_norm, k, skip_self, row_out, col_best,
                 row_out[i, a] = row[a]
 
 
-# Twin of _pair_scan's sums: a small fit compiles no _pair_scan (1.31 CPU-s; bench_compile.py).
+# Twin of _pair_scan's sums: a small fit compiles no _pair_scan.
 def _direct_small(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     # _pair_scan's feature-by-feature sums in numpy: the same operations in the same
     # order (the same bits)
@@ -274,10 +263,9 @@ def _pooled_lists(pooled: np.ndarray, owner: np.ndarray, k: int) -> np.ndarray:
     ascending: each class's points consecutive), exact, ties in index order.
 
     In at most ``TREE_DIMS`` features one block-tree search that skips each point's own
-    class (:meth:`ctsne.neighbors.kdtree.BlockTree.query`; 500 classes of 40 points in
-    10 features: ~0.05 s); otherwise the Gram matrix in blocks of ``TRUST_POOLED_ROWS``
-    rows (~0.6 s there). Either is each class searched against the others' points alone,
-    as :func:`_knn_sets` does, without a copy of the others per class (twice the time).
+    class (:meth:`ctsne.neighbors.kdtree.BlockTree.query`); otherwise the Gram matrix in
+    blocks of ``TRUST_POOLED_ROWS`` rows. Either is each class searched against the
+    others' points alone, as :func:`_knn_sets` does, without a copy of the others per class.
     The tree sums each distance feature by feature, the Gram matrix expands
     ‖x‖² + ‖y‖² − 2x·y: lists can differ only between neighbours within rounding of
     each other."""
@@ -292,8 +280,7 @@ def _pooled_lists(pooled: np.ndarray, owner: np.ndarray, k: int) -> np.ndarray:
     norm = np.einsum("ij,ij->i", pooled, pooled)
     bounds = np.searchsorted(owner, np.arange(owner[-1] + 2))
     own_lo, own_hi = bounds[owner], bounds[owner + 1]  # each point's class: these columns
-    # one Gram block, reused: small enough to stay in the cache between the product
-    # and the selection (0.6 s in blocks of 128 rows above, 1.1 s in fresh blocks of 500)
+    # one Gram block, reused: small enough to stay in the cache between product and selection
     gram = np.empty((min(TRUST_POOLED_ROWS, len(pooled)), len(pooled)))
     for start in range(0, len(pooled), TRUST_POOLED_ROWS):
         stop = min(len(pooled), start + TRUST_POOLED_ROWS)
@@ -310,8 +297,7 @@ def _mutual_count(ab: np.ndarray, ba: np.ndarray) -> int:
     either side, so one count serves both directions of a class pair)."""
     if ab.size == 0 or ba.size == 0:
         return 0
-    # a table of ba's pairs, then one look-up per pair of ab (0.27 ms against 1.2 ms for
-    # gathering ba's lists of all ab's neighbours, 1,000 × 1,000, k = 10)
+    # a table of ba's pairs, then one look-up per pair of ab (cheaper than gathering lists)
     listed = np.zeros((len(ba), len(ab)), dtype=bool)
     listed[np.arange(len(ba))[:, None], ba] = True
     return int(np.count_nonzero(listed[ab, np.arange(len(ab))[:, None]]))
@@ -394,9 +380,7 @@ def counterpart_trust(X: np.ndarray, codes: np.ndarray, k: int = K_MUTUAL,
         Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
         parts.append(Z - Z.mean(axis=0))
     # BLAS in one thread where products are made: its idle threads spin after each
-    # product and took a core from the scans between the products (1,000 × 1,000 pairs:
-    # 9.7-11.7 ms against 6.4-6.8 ms a pair on 2 cores); the products are the same bits
-    # on any thread count. (Setting the limit costs ~5 ms: not where no product is made.)
+    # product and take a core from the scans (the products' bits do not depend on it)
     largest = max(parts, key=len)
     if _direct(largest, largest):
         own, cross = _mutual_shares(parts, k)

@@ -10,29 +10,19 @@ ask for.
 
 **Counterpart trust** ``τ_l``: how far the other classes hold *counterparts* of class l
 (copies of its structure, as batches of the same cells) rather than different things (as
-the digits of a digit prior). Counterparts are found from both sides: i's nearest point j
-of class m has i among its own nearest points of class l (a mutual pair, the test of MNN
-batch correction). Each class is first centred on its mean, so that a shift of the whole
-batch does not hide its counterparts. Among the
-:data:`~ctsne.affinities.counterpart.K_MUTUAL` nearest other-class points of the points of
-class l, the share of mutual pairs ``μ_l`` is compared with the same share among own-class
-neighbours, ``μ_own`` (how mutual neighbourhoods of this data are at all): ``τ_l = min(1,
-μ_l / μ_own)``, on at most :data:`~ctsne.affinities.counterpart.TRUST_SAMPLE` points per
-class. Copies give τ near 1, different things well below (measured at :data:`TRUST_FROM`).
+the digits of a digit prior): the share of mutual pairs ``μ_l`` among the nearest
+other-class points of class l's (centred) points, against the same share among own-class
+neighbours ``μ_own``: ``τ_l = min(1, μ_l / μ_own)``
+(:func:`~ctsne.affinities.counterpart.counterpart_trust`). Copies give τ near 1, different
+things well below (see :data:`TRUST_FROM`).
 
 **Pulled points** (recorded, not deciding). ct-SNE's β' cannot create attraction between
 classes, only strengthen it: at a mixed layout its Q puts about β'·e_l of a point's mass
 on other classes, so a point whose own row of the standard P carries more than that,
 relative to the random level (``r_i = c_i/e_l > β'``, with the default β' = 0.01,
-:data:`POINT_RATIO_ABOVE`), is pulled to its counterparts. A first version of this rule
-kept the standard P whenever 75 % of the points were pulled. That also keeps it for mild
-batches that standard ct-SNE leaves visible (the issue's real three-donor PBMC set: batch
-10-NN homogeneity 0.55 at chance 0.43 with the standard P, 0.47 with a balanced one), and
-on the paper's synthetic priors, all 98–100 % pulled, the balanced P at the target share
-removed the prior further and kept the complementary label better (prior f₁₋₄, seed 0,
-Laplacian score at k = 10: f₁₋₄ 0.821 → 0.869, f₅₋₆ 0.079 → 0.029; priors f₅₋₆ and f₁₋₆
-within 0.03). So the share of pulled points is only reported (``CrossShare.pulled``): the
-standard P is kept where it already reaches the target share.
+:data:`POINT_RATIO_ABOVE`), is pulled to its counterparts. Many pulled points do not mean
+the batches vanish under the standard P, so their share is only reported
+(``CrossShare.pulled``): the standard P is kept where it already reaches the target share.
 
 **Target cross share** ``t_l = τ_l · e_l / 2``: half the random level
 (:data:`SHARE_OF_RANDOM`; ct-SNE's β' amplifies every cross-class affinity, so the P side
@@ -59,33 +49,20 @@ __all__ = ["MIN_SHARE", "POINT_RATIO_ABOVE", "SHARE_OF_RANDOM", "TRUST_FROM", "C
            "switch_expected"]
 
 # Overall trust from which the balanced P is used wherever the standard P falls short of
-# the target. Measured (k = 10; experiments/integration.py data and the paper's examples):
-# copies 0.82-0.99 (three simulated donors on pbmc68k_reduced 0.88-0.95; digits through a
-# simulated scanner 0.97; Adult by gender 0.82, by income 0.76, by ethnicity 0.87; the
-# paper's synthetic priors 0.94-0.99; a shifted copy of a point cloud 0.99), different
-# things 0.33-0.58 (sklearn digits with the digit as prior 0.33; digits with half shifted
-# a pixel, which pairs wrong digits, 0.58).
+# the target: it lies between the trust of batches that copy each other and that of
+# classes that are different things.
 TRUST_FROM = 0.7
 # A point is pulled to its counterparts by the standard P when its row's cross share is
 # above β' times the random level; the default β' (ctsne.estimator.parameters).
 POINT_RATIO_ABOVE = 0.01
-# The balanced P gives the other classes this fraction of the trusted random level. ct-SNE's
-# Q side amplifies every cross-class affinity (at the optimum a pair's similarity follows
-# p_ij/w_ij, so cross pairs gain α'/β' ≈ 200 over own pairs at β' = 0.01): the P side
-# need not carry the whole random share, and more pulls points onto each other at the
-# cost of the structure within each batch. Measured on the sets the share was chosen on
-# (experiments/integration.py, own-class share 0.9 / 0.8 / 0.65 / 0.5, overall score):
-# pbmc-strong 0.848 / 0.848 / 0.849 / 0.845, digits-scanner 0.911 / 0.912 / 0.909 / 0.906,
-# with the within-batch preservation falling as the share grows (0.599 → 0.574, 0.627 →
-# 0.608). Half keeps the own class above half of every row (1 − e/2 ≥ 1/2); four Gaussian
-# blobs as prior at the full level (0.76 across) left ct-SNE's optimiser above the KL of
-# a collapsed start after 180 iterations.
+# The balanced P gives the other classes this fraction of the trusted random level: ct-SNE's
+# Q side amplifies every cross-class affinity, and more would cost the structure within
+# each batch. Half keeps the own class above half of every row (1 − e/2 ≥ 1/2).
 SHARE_OF_RANDOM = 0.5
-# Sampled rows from which a class's own mean counts in falls_short (its mean ratio then has
-# a standard error of ~0.07 or less: rows' ratios spread by ~0.3).
+# Sampled rows from which a class's own mean counts in falls_short (a small standard error).
 PROBE_CLASS_ROWS = 20
 # Least cross share of an explicitly requested balanced P (no standard P to compare with):
-# the former "separated" threshold, below which the other classes get no real pull.
+# below it the other classes get no real pull.
 MIN_SHARE = 0.05
 
 

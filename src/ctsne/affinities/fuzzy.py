@@ -30,10 +30,9 @@ __all__ = ["MIN_SIGMA_SCALE", "SMOOTH_MAX_ITER", "SMOOTH_TOL", "fuzzy_graph", "f
 # whole table's when ρ_i = 0), as umap-learn does: in a row of ties (all d_ij ≤ ρ_i) the
 # sum does not depend on σ and the bisection would drive σ towards 0.
 MIN_SIGMA_SCALE = 1e-3
-# The bisection on σ_i: tolerance on the row's membership sum (an absolute tolerance on a
-# sum of order log₂ k, far tighter than umap-learn's 1e-5 so that the result is the
-# solution, not one of many within tolerance) and most steps (from a start at the row's
-# own distance scale, bracketing and 53 halvings fit well within).
+# The bisection on σ_i: tolerance on the row's membership sum (far tighter than
+# umap-learn's, so that the result is the solution, not one of many within tolerance) and
+# most steps (bracketing and 53 halvings fit well within).
 SMOOTH_TOL = 1e-10
 SMOOTH_MAX_ITER = 200
 
@@ -132,8 +131,7 @@ def smooth_row(dist, target, local_connectivity, global_mean, tol, max_iter):
 @threaded(PARALLEL_FROM_ENTRIES)
 def _smooth_kernel(dist, target, local_connectivity, global_mean, tol, max_iter,
                    sigmas, rhos, start, stop):
-    # rows start … stop − 1, each bisected on its own (one serial build run in parts on
-    # ctsne's threads; its prange form also compiled numba's parallel build)
+    # rows start … stop − 1, each bisected on its own (one serial build run in parts)
     for i in range(start, stop):
         sigmas[i], rhos[i] = smooth_row(dist[i], target, local_connectivity, global_mean,
                                         tol, max_iter)

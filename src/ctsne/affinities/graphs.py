@@ -153,12 +153,6 @@ class PerplexityGraph:
         warn_ties(dist, self.perplexity, lists.X, idx)
         return ConditionalTable(idx, calibrate(dist, self.perplexity, out=dist))
 
-    def from_lists(self, idx: np.ndarray, dist: np.ndarray) -> sp.csr_matrix:
-        """P from given lists (calibrated in place)."""
-        from .calibration import calibrate
-
-        return symmetrize(idx, calibrate(dist, self.perplexity, out=dist))
-
     def balanced(self, lists, own_weight) -> sp.csr_matrix:
         """The label-balanced P of ``lists`` (:class:`~ctsne.affinities.balanced.BalancedLists`)."""
         return self.balanced_P(lists, own_weight, self.perplexity, None)

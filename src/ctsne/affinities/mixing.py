@@ -36,17 +36,8 @@ __all__ = ["PriorMixing", "SEPARATED_CROSS_BELOW", "SEPARATED_RATIO_BELOW",
            "table_mixing_and_ratio", "table_sums"]
 
 # A prior "separates the data" when less than SEPARATED_CROSS_BELOW of P's mass lies
-# across classes (a point's counterparts then get too small a share of its attraction to
-# pull it over, whatever β') and that share is also well below the random-label one
-# (ratio < SEPARATED_RATIO_BELOW; a prior with one tiny class has a small share by chance).
-# Measured with perplexity 30 (cross share / ratio; README "Priors that separate the data"):
-#   standard ct-SNE works: synthetic f14 0.107/0.134, f56 0.205/0.274, f16 0.297/0.313;
-#     sklearn digits, prior = digit 0.067/0.074; MNIST-5k, prior = digit 0.149 (issue 10)
-#   it fails: a real two-source set 0.028/~0.07 (issue 10); synthetic with one half
-#     rotated, scaled and shifted 0.020/0.040; digits with one half shifted 0.014/0.027
-#   Adult (paper App. C) separates too: gender 0.017/0.037, ethnicity 0.004/0.017,
-#     both 0.022/0.036 (REPORT.md §4: removal there is partial for this reason)
-# The ratio alone cannot tell digits (0.074, works) from the two-source set (~0.07, fails).
+# across classes (too little to pull a point over, whatever β') and that share is also
+# well below the random-label one (ratio < SEPARATED_RATIO_BELOW): neither test suffices.
 SEPARATED_CROSS_BELOW = 0.05
 SEPARATED_RATIO_BELOW = 0.25
 
@@ -115,13 +106,9 @@ class PriorMixing:
                 f"{worst}: {self.class_ratio[worst]:.3f})")
 
 
-# The row passes (over P's CSR rows, _row_cross, ~1.6 ns an entry on one thread; over C's
-# table, _table_sums) are serial builds run in parts on ctsne's threads, from
-# PARALLEL_FROM_ENTRIES. Below MIXING_NUMPY_BELOW entries (ctsne.tuning) their numpy twins
-# serve instead: they need no compile (a build costs ~1.0 CPU-s in a new environment) and
-# take ~30 ns an entry (np.add.at), 30 ms at 1M entries (~11,000 points at perplexity 30),
-# where a first fit compiles for tens of seconds anyway; far above it the twin would cost
-# "auto" a tenth of a second (0.15 s against 8 ms compiled at 4.9M entries).
+# The row passes (over P's CSR rows, _row_cross; over C's table, _table_sums) are serial
+# builds run in parts on ctsne's threads, from PARALLEL_FROM_ENTRIES. Below
+# MIXING_NUMPY_BELOW entries (ctsne.tuning) their numpy twins serve instead: no compile.
 
 
 @threaded(PARALLEL_FROM_ENTRIES)
@@ -139,7 +126,7 @@ def _row_cross(indptr, indices, data, codes, mass, cross, start, stop):
         cross[i] = x
 
 
-# Twin: a small fit compiles no _row_cross (~1.0 CPU-s; bench_compile.py, bench_auto_real.py).
+# Twin: a small fit compiles no _row_cross.
 @_row_cross.small(below=MIXING_NUMPY_BELOW)
 def _row_cross_small(indptr, indices, data, codes, mass, cross):
     # np.add.at adds in the order given: each row's sums in the kernel's order
@@ -151,10 +138,8 @@ def _row_cross_small(indptr, indices, data, codes, mass, cross):
     np.add.at(cross, rows[apart], data[apart])
 
 
-# Rows per part of the table's pass (_table_sums): MIXING_TABLE_ROWS, a fixed number, not
-# one part a thread, so that the class sums' bits do not depend on the thread count; more
-# rows a part where there are many classes, so that the parts' class sums (parts × classes)
-# stay within MIXING_PART_CELLS.
+# Rows per part of the table's pass (_table_sums): a fixed number (MIXING_TABLE_ROWS, more
+# with many classes), not one part a thread, so the sums' bits do not depend on threads.
 
 
 @threaded(PARALLEL_FROM_ENTRIES)
@@ -163,11 +148,8 @@ def _table_sums(idx, cond, codes, rows_per, part_mass, part_cross, row_mass, row
     # Parts start … stop − 1 of rows_per rows each. Row i's sums of its conditional
     # affinities (mass) and of those on other classes (cross), each in column order
     # (_row_cross's order: point_cross_ratio's bits), and each part's class sums of
-    # P = (C + Cᵀ)/2n, where entry c_ij adds to row i's class and to j's: an entry of
-    # another class adds to class(j) as it comes; after the row, class(i) gets the row's
-    # mass, then its own-class entries' sum (own), and the row's cross sum. Only entries
-    # across classes touch memory; the three sums run side by side in registers (the
-    # serial pass it replaced added every entry twice into memory, 8-10 ns an entry).
+    # P = (C + Cᵀ)/2n, where entry c_ij adds to row i's class and to j's. Only entries
+    # across classes touch memory; the row's three sums run side by side in registers.
     n, k = idx.shape
     L = part_mass.shape[1]
     for part in range(start, stop):
@@ -196,7 +178,7 @@ def _table_sums(idx, cond, codes, rows_per, part_mass, part_cross, row_mass, row
             part_cross[part, ci] += x
 
 
-# Twin: a small fit compiles no _table_sums (~1.0 CPU-s a build; bench_compile.py).
+# Twin: a small fit compiles no _table_sums.
 @_table_sums.small(below=MIXING_NUMPY_BELOW)
 def _table_sums_small(idx, cond, codes, rows_per, part_mass, part_cross, row_mass,
                       row_cross):
@@ -412,10 +394,8 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
 
     Each sampled point's k nearest points come from an exact Euclidean scan of all points
     (:func:`ctsne.neighbors.brute.brute_knn`: the block tree's distances and tie order,
-    so its row is the standard P's row), calibrated to ``perplexity``. 300 points against
-    200,000 in 10 features take ~0.2 s. A fixed seed: the sample is a property of the
-    data, not of a run. ``sample`` as the apart probe's (300: the mean ratio, each row's
-    between 0 and about 1, has a standard error of at most ~0.03).
+    so its row is the standard P's row), calibrated to ``perplexity``. A fixed seed: the
+    sample is a property of the data, not of a run. ``sample`` as the apart probe's.
 
     Parameters
     ----------
@@ -427,8 +407,7 @@ def sampled_rows(X: np.ndarray, codes: np.ndarray, perplexity: float,
     index : ExactIndex, optional
         The standard search's block-tree index of ``X``: the rows are then its own
         answers (:meth:`ctsne.neighbors.search.ExactIndex.lists_of`, the same lists as the
-        scan's; 300 points of UCI Adult's 32,561 or diamonds' 53,940: 17-21 ms against
-        37-59 ms), and the standard search that may follow reuses the index.
+        scan's, and faster), and the standard search that may follow reuses the index.
 
     Returns
     -------

@@ -15,17 +15,10 @@ __all__ = ["AFFINITIES", "WITHIN_WEIGHT", "check_affinity_params", "default_with
 
 AFFINITIES = ("auto", "standard", "balanced", "revised")
 
-# The own-class weight when ``within_weight`` is None, for callers of the builders that
-# choose no share of their own (balanced_affinities called directly, ConditionalUMAP);
-# ConditionalTSNE chooses the balanced P's shares per class from the data instead
-# (ctsne.affinities.cross_share, issue 20).
-# Balanced: 0.85. Measured (experiments/separated_priors.py, batch homogeneity / digit
-# homogeneity, k = 10): on a one-pixel shift of half of sklearn's digits, 0.5 gives
-# 0.59 / 0.82, 0.7 gives 0.65 / 0.90, 0.85 gives 0.66 / 0.95 (standard P: 0.74 / 0.96);
-# on batches that are pure offsets (synthetic, simulated scanner) all three reach chance
-# level (0.30-0.33 of 0.33, 0.47-0.48 of 0.5). A large share for the other classes pulls
-# points towards wrong counterparts where the batch effect is not a simple offset.
-# Revised: α = 0.5 (Heiter et al.).
+# The own-class weight when ``within_weight`` is None and the caller chooses no share of
+# its own (ConditionalTSNE chooses per class, ctsne.affinities.cross_share). Balanced: a
+# large share for the other classes pulls points towards wrong counterparts. Revised: α =
+# 0.5 (Heiter et al.).
 WITHIN_WEIGHT = {"balanced": 0.85, "revised": 0.5}
 
 

@@ -29,15 +29,11 @@ __all__ = ["symmetrize"]
 
 @threaded(PARALLEL_FROM_ENTRIES)
 def _sort_rows(idx, cond, start, stop):
-    # A row's zero entries (a balanced P's trimmed tails, about 40 % of its slots) are
-    # moved behind its positive ones and given the column n, so that only the positive
-    # ones are sorted and merged (for a balanced P the sort and the merges ~0.6× and ~0.8×
-    # the time over all slots; the same P). The positive ones are then sorted by column
-    # with a radix sort, 8 bits a pass (a row's columns are distinct, so any sort gives the
-    # same row): no comparison to mispredict, ~0.4× a Shell sort's time. Hand-written
-    # rather than np.argsort and fancy indexing: those pull numba's generic quicksort and
-    # its shape-checking error paths into the kernel, ~5 s of a first compile, for rows of
-    # a few dozen entries.
+    # A row's zero entries (a balanced P's trimmed tails) are moved behind its positive
+    # ones and given the column n, so that only the positive ones are sorted and merged.
+    # Those are sorted by column with a radix sort, 8 bits a pass (a row's columns are
+    # distinct, so any sort gives the same row): no comparison to mispredict. Hand-written
+    # rather than np.argsort: numba's generic quicksort is costly to compile.
     n = idx.shape[0]
     k = idx.shape[1]
     count = np.empty(256, dtype=np.int64)
@@ -88,7 +84,7 @@ def _sort_rows(idx, cond, start, stop):
                 cond[i, a] = values[a]
 
 
-# Twin: a small first fit compiles no _sort_rows (0.46 CPU-s; bench_compile.py).
+# Twin: a small first fit compiles no _sort_rows.
 @_sort_rows.small(below=NUMPY_BELOW_ENTRIES)
 def _sort_rows_small(idx, cond):
     # the kernel's result (a row's columns are distinct, so its unstable sort has one)
@@ -110,8 +106,7 @@ def _transpose(idx, slots, tsrc, start, stop):
     T = ``slots.shape[0]``), in two passes. Given an empty ``tsrc``, each part counts its
     entries per column into ``slots[t]``. Given ``tsrc``, ``slots[t, j]`` is where part t's
     first entry of column j goes (after the parts before it: :func:`_part_slots`), and
-    each part writes its own, so every Cᵀ row is in row order whatever the parts (one
-    serial pass took 0.45 s of a 200,000-point standard P's 2.2 s symmetrisation).
+    each part writes its own, so every Cᵀ row is in row order whatever the parts.
     Positions rather than (column, value) pairs keep it at one integer per entry. Zero
     entries are left out, so that every entry of Cᵀ adds a positive value and rows can be
     counted without reading values: after :func:`_sort_rows` they are each row's tail,
@@ -154,9 +149,8 @@ def _union_row(i, idx, cond, vals, base, tptr, tsrc, indices, data, e, scale, fi
     c when src < c·k, follows it when src ≥ (c + 1)·k, and is its mirror otherwise
     (compared without dividing). Cᵀ's values are scattered over C (one cache miss each)
     and no branch waits on one: they are positive by construction, as are C's entries
-    before the row's zero tail (:func:`_sort_rows`), so no value is tested (the misses
-    then overlap: for a label-balanced P of 200,000 points the whole symmetrisation took
-    ~0.8× the time with each value tested; the same P).
+    before the row's zero tail (:func:`_sort_rows`), so no value is tested and the misses
+    overlap.
     """
     n, k = idx.shape
     a = 0
@@ -201,14 +195,9 @@ def _union(idx, cond, flat, tptr, tsrc, indptr, indices, data, scale, counts, ga
            start, stop):
     # Counts each row's entries into ``counts`` (then ``indptr``, ``indices`` and ``data``
     # are empty stand-ins of the output's types) or, given no counts, fills the rows. One
-    # kernel for both passes, and one signature of _union_row: a first run in a new
-    # environment compiles each once (given the literals True / False and 0 / indptr[i],
-    # numba compiled _union_row twice, 1.1-1.4 s of a cold 1,000-point fit's compile; the
-    # parallel twin types a prange index as uint64 on one of its passes, hence np.int64(i)).
-    # The fill first gathers the Cᵀ values of a run of rows (at most ``gather`` of them,
-    # or one longer row) into a buffer, then merges: the gather's cache misses overlap,
-    # where inside the merge each waited in its turn (the symmetrisation of a standard P
-    # of 200,000 points in ~0.7× the time; the same P).
+    # kernel for both passes, one signature of _union_row (hence np.int64(i)). The fill
+    # gathers the Cᵀ values of a run of rows (at most ``gather`` of them, or one longer
+    # row) into a buffer, then merges: the gather's cache misses overlap.
     fill = counts.shape[0] == 0
     vals = np.empty(gather if fill else 0)
     i = np.int64(start)
@@ -276,7 +265,7 @@ def symmetrize(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     return P
 
 
-# Twin of _transpose and _union: a small fit compiles neither (~1.5-2 CPU-s; bench_compile.py).
+# Twin of _transpose and _union: a small fit compiles neither.
 def _union_small(idx: np.ndarray, cond: np.ndarray) -> sp.csr_matrix:
     """:func:`symmetrize`'s merge for tables below ``NUMPY_BELOW_ENTRIES``, by scipy
     rather than kernels a first run would compile. The

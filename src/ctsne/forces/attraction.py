@@ -17,31 +17,12 @@ from ..tuning import (
 __all__ = ["Attraction", "attraction", "attraction_to_fixed", "locality_order", "pair_blocks",
            "upper_triangle"]
 
-# The passes run on two or more threads from ATTRACTION_PARALLEL_FROM_NNZ non-zeros of P, and
-# from PRANGE_FROM_NNZ in numba's pool, in a prange twin (ctsne._parallel.Threaded): that
-# memory-bound body ran 10-20 % faster there than on ctsne's own threads, but below it a
-# first fit compiles no parallel twin (~1.2 CPU-s) for < 0.1 ms more a pass.
-# Above LOCALITY_ABOVE points the pass runs over a copy of P's pairs whose rows and columns
-# follow a reverse Cuthill-McKee order of P's graph: a row's partners then lie near it in
-# memory and their coordinates are mostly still in cache, where the points' own order (a
-# file's, often random) scatters the reads (a pass 0.7-0.8× the time at 200k-250k points).
-# The order and the copy cost ~1-2 s and half P's size.
-# Below UPPER_IN_NUMPY_BELOW non-zeros, P's upper triangle in its own order is taken with
-# numpy (no kernel to compile in a small first fit); above, by the permuting kernel (the
-# same result, several times faster at tens of millions of non-zeros).
-# Each pair (i, j) of P's upper triangle is computed once and applied to both points, with
-# opposite signs: P is symmetric, so this halves the divisions and partner loads of a pass
-# over all of P's rows (0.8× such a pass in float32, which it replaced; with half the
-# partners to load, float32's conversions cost more than its narrower loads save). A row's
-# partners are read in column order (the copy's columns sorted once, 0.35-0.8 s, for
-# 0.87-0.95× a pass).
-# The thread that computes a pair cannot add to j's force without racing, so each thread
-# (block of rows) adds into its own buffer, which spans only the rows its pairs reach
-# (from its first row to its furthest partner: P's copy in locality order keeps that
-# short), and the buffers are summed after, per point, in block order. The blocks hold
-# equal numbers of pairs and are fixed by the thread count, so a sum never depends on
-# scheduling (as everywhere: the last bits do depend on the thread count).
-# (benchmarks/bench_step.py times the pass.)
+# Above LOCALITY_ABOVE points the pass runs over a copy of P's pairs in a reverse
+# Cuthill-McKee order of P's graph, so a row's partners' coordinates are mostly in cache.
+# Each pair (i, j) of P's upper triangle is computed once and applied to both points with
+# opposite signs (P is symmetric), halving a pass's divisions and partner loads.
+# Each thread (block of rows) adds into its own buffer, summed per point in block order,
+# so a sum never depends on scheduling.
 
 
 def pair_blocks(indptr: np.ndarray, indices: np.ndarray, blocks: int
@@ -71,7 +52,7 @@ def upper_triangle(P: sp.csr_matrix, order: np.ndarray | None = None) -> sp.csr_
     each row's entries in P's order (:class:`Attraction` sorts them after: a row's
     partners are then read in memory order)."""
     n = P.shape[0]
-    # numpy twin of _permuted_upper: a small first fit compiles no kernel here (bench_compile.py)
+    # numpy twin of _permuted_upper: a small first fit compiles no kernel here
     if order is None and P.nnz < UPPER_IN_NUMPY_BELOW:
         rows = np.repeat(np.arange(n, dtype=P.indices.dtype), np.diff(P.indptr))
         keep = P.indices > rows
@@ -205,10 +186,8 @@ def _attraction_planar(indptr, indices, data, Y, want_log, rows, offsets, B, plo
                 B[base + j, 0] -= fa
                 B[base + j, 1] -= fb
                 if want_log:
-                    # log(q), not log1p(d²): numba's log1p calls libm's, and took 2.4x
-                    # the time of the whole pass with log (200k points, label-balanced
-                    # P: 0.88 s against 0.36 s; 0.12 s without the KL). They differ
-                    # only where d² is below float64's resolution at 1, by less than d².
+                    # log(q), not log1p(d²): numba's log1p (libm's) is much slower; they
+                    # differ only where d² is below float64's resolution at 1, by < d².
                     acc -= data[e] * np.log(q)
             B[base + i, 0] += f0
             B[base + i, 1] += f1
@@ -313,8 +292,7 @@ class Attraction:
         plogt = np.empty(T)
         kern(U.indptr, U.indices, U.data, Y, want_log, rows, offsets, B, plogt,
              bounds=np.arange(T + 1), work=2 * U.nnz)
-        # the buffers are summed here, not in the pass: a second parallel loop in it
-        # doubled its compile time
+        # the buffers are summed here, not in the pass: a second parallel loop costs compile
         if self.order is None:
             F = summed_blocks(B, *blocks)
         else:

@@ -16,12 +16,9 @@ from .repulsion import ConditionalRepulsion
 __all__ = ["ConditionalGradient"]
 
 # The KL's fixed part, computed once per fit, runs compiled in parts on ctsne's threads from
-# KL_FIXED_PARALLEL_FROM_NNZ non-zeros of P; below, in numpy (ctsne._parallel): ~20 ns per
-# non-zero on one thread, so at 1M a second thread saves ~10 ms a fit, against ~1 s to
-# compile the kernel in a new environment (the paper's 1,000-point fit has 134,000).
-# From ASSEMBLE_IN_PLACE_FROM coordinates the gradient is assembled by a kernel, in place:
-# numpy's expression allocates four (n, d) temporaries a step (3.8 ms at 250k points in 2-D,
-# where the kernel takes 0.4 ms); below, numpy (no kernel to compile in a small first fit).
+# KL_FIXED_PARALLEL_FROM_NNZ non-zeros of P; below, in numpy (ctsne._parallel): no compile.
+# From ASSEMBLE_IN_PLACE_FROM coordinates the gradient is assembled by a kernel, in place
+# (numpy's expression allocates four (n, d) temporaries a step); below, numpy.
 
 
 @threaded(ASSEMBLE_IN_PLACE_FROM)
@@ -52,7 +49,7 @@ def _fixed_part(indptr, indices, data, codes, alphas, betas, acc, start, stop):
         acc[i] = s
 
 
-# Twin: a fit below 10⁶ non-zeros compiles no _fixed_part (0.95 CPU-s; bench_compile.py).
+# Twin: a fit below 10⁶ non-zeros compiles no _fixed_part.
 @_fixed_part.small
 def _fixed_part_small(indptr, indices, data, codes, alphas, betas, acc):
     # the kernel's terms, and each row's sum in its order (np.add.at adds in turn)
@@ -88,8 +85,7 @@ class ConditionalGradient:
         :func:`~ctsne.forces.attraction.locality_order` (``order``): the gradient and
         :meth:`kl` then take and return arrays whose row r is point ``order[r]``, and the
         caller permutes once per run (``ConditionalTSNE`` does). In the points' own order
-        the attraction copies the map into that order and its forces back on every call:
-        ~20 ms of a 0.24 s call at 10⁶ points on 2 threads, 16 s of a fit.
+        the attraction copies the map into that order and its forces back on every call.
 
     Attributes
     ----------
@@ -131,7 +127,7 @@ class ConditionalGradient:
         rep, S = self.repulsion(Y)
         self.timings["attraction"] += t1 - t0
         self.timings["repulsion"] += time.perf_counter() - t1
-        # numpy twin of _assemble below: a small first fit compiles no kernel (bench_compile.py)
+        # numpy twin of _assemble below: a small first fit compiles no kernel
         if attr.size < ASSEMBLE_IN_PLACE_FROM:
             grad = 4.0 * (exaggeration * attr - rep / S)
         else:  # attr is this call's own array

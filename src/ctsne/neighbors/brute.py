@@ -117,7 +117,7 @@ def brute_knn(Y: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     return idx, dist
 
 
-# Twin: a small fit compiles neither build of _knn (_knn_serial 0.92 CPU-s; bench_compile.py).
+# Twin: a small fit compiles neither build of _knn.
 @_knn.small
 def _knn_small(Q, Yt, k, out_idx, out_dist):
     # the kernel's sums (feature by feature from 0) and its choice (ties in row order)
@@ -138,8 +138,7 @@ def _knn_small(Q, Yt, k, out_idx, out_dist):
         out_dist[lo:lo + q.shape[0], :kk] = np.sqrt(vals)
 
 
-# inlined into its callers' loops (a call per accepted candidate cost ~10 % of a
-# balanced P's far lists at 200k points)
+# inlined into its callers' loops (no call per accepted candidate)
 @numba.njit(cache=True, inline="always")
 def insert_sorted(best, cols, v, j):
     """Put column ``j`` of value ``v`` into a row's sorted k smallest (``best`` ascending,
@@ -197,8 +196,7 @@ def brute_within_classes(X: np.ndarray, codes: np.ndarray, rows: np.ndarray, k: 
                          out_idx: np.ndarray, out_dist: np.ndarray) -> None:
     """Each of ``rows``' ``k`` nearest other points of its own class (``codes``), all
     classes in one pass: each class's points scanned, as :func:`brute_knn` sums and
-    orders them (ties by point number), without a call per class (500 classes of 100
-    points: 0.03 s against 0.35 s). For small classes.
+    orders them (ties by point number), without a call per class. For small classes.
 
     Parameters
     ----------

@@ -10,25 +10,17 @@ Three searches, each at most about one full kNN search in cost:
 
 Exact search (scikit-learn) or pynndescent as chosen by
 :func:`ctsne.neighbors.search.is_exact_search` for an index of that size. Where that is a
-Euclidean tree search, the other-class queries (per class and per bit), which lie far
-from the points they search and get little pruning from a tree, scan the class instead
-(:mod:`ctsne.neighbors.brute`: the same neighbours and distances; one class of 10,000
-points queried by 40,000: 0.4–0.9 s instead of 1.9 s). ``far_search="tree"`` keeps the
-tree for them, to compare. The scan grows as (class size) × (queries), so above
-:data:`SCAN_MAX_PAIRS` (and for classes too large for exact search) far queries in at
-most ``TREE_DIMS`` features go to a k-d tree searched with a relative tolerance
-:data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``: every distance returned is within a
-factor 1 + eps of the true k-th nearest); where the fit's exact search uses
-:class:`ctsne.neighbors.kdtree.BlockTree` (8-15 features), far queries go to it instead:
-the scan's lists, and where the tolerant tree would run its own tolerance
-:data:`BLOCK_FAR_EPS`, faster and with better recall. Measured on one class of 40,000
-points queried by 40,000 (10-D, k = 23): scan 1.52 s, exact tree 1.79 s, eps = 0.5
-0.60 s with recall 0.956 and the k-th distance at most 8 % above the exact one (median
-0 %). Above :data:`REPS_FROM_PAIRS` pairs, given the own-class lists, Euclidean far and
-bit searches ask only representatives (a quarter of the points) and the others take the
-nearest of their representatives' lists (:mod:`ctsne.neighbors.representatives`). Empty slots (a
-class smaller than k) hold the point itself with distance ``inf``; callers give them
-weight 0.
+Euclidean tree search, the other-class queries, which lie far from the points they search
+and get little pruning from a tree, scan the class instead (:mod:`ctsne.neighbors.brute`:
+the same neighbours and distances); ``far_search="tree"`` keeps the tree, to compare.
+Above :data:`SCAN_MAX_PAIRS` (and for classes too large for exact search) far queries in
+at most ``TREE_DIMS`` features go to a k-d tree searched with a relative tolerance
+:data:`FAR_EPS` (scipy's ``cKDTree.query(eps=…)``), or to the fit's
+:class:`ctsne.neighbors.kdtree.BlockTree` with :data:`BLOCK_FAR_EPS`. Above
+:data:`REPS_FROM_PAIRS` pairs, given the own-class lists, Euclidean far and bit searches
+ask only representatives and the others take the nearest of their representatives' lists
+(:mod:`ctsne.neighbors.representatives`). Empty slots (a class smaller than k) hold the
+point itself with distance ``inf``; callers give them weight 0.
 """
 
 from __future__ import annotations
@@ -58,36 +50,20 @@ from .search import (
 __all__ = ["BRUTE_UP_TO", "FAR_SEARCHES", "SearchIndex", "brute_within",
            "other_class_neighbors", "own_class_neighbors", "own_class_rows"]
 
-# The searches' thresholds live in ctsne.tuning, with the benchmarks that set them, and are
-# named here too (other modules and the tests read them from this one). Classes up to
-# BRUTE_UP_TO points find their own-class lists by brute force (Euclidean data in at most
-# TREE_DIMS features: all such classes in one pass, brute_within_classes; otherwise a call
-# each): hundreds of tiny classes would otherwise pay a search's fixed cost hundreds of
-# times. In more than TREE_DIMS features, where a class is searched approximately, two
-# searches go to brute force (scikit-learn, exact) up to BRUTE_PAIRS (query, class point)
-# pairs: the rest of the class's own rows, and far queries into the class (10,000 rows
-# against a class of 40,000 in 50 features: ~8× faster than pynndescent's graph of the
-# class; far queries start that graph's walk far from their neighbours). Far queries whose
-# scan would visit more than SCAN_MAX_PAIRS (indexed point, query) pairs use the tolerant
-# k-d tree instead (exact up to that size). Far searches over more than REPS_FROM_PAIRS
-# pairs ask representatives only (ctsne.neighbors.representatives) when the own-class lists
-# are given; smaller ones are exact.
+# The searches' thresholds live in ctsne.tuning (what each decides is said there) and are
+# named here too: other modules and the tests read them from this one.
 
 # A class searched approximately still reuses the standard lists (see _reuse) when at
 # most this share of its rows lists points of other classes.
 REUSE_REST_UP_TO = 0.25
 # How far queries are answered (the ``far_search`` parameter): "scan" the indexed points
 # (exact Euclidean searches; the tolerant tree beyond SCAN_MAX_PAIRS), or the "tree" that
-# near queries use, to compare (benchmarks/bench_balanced.py --compare-trees).
+# near queries use, to compare.
 FAR_SEARCHES = ("scan", "tree")
-# The relative tolerance of the tolerant k-d tree (see the module docstring for its recall).
+# The relative tolerance of the tolerant k-d tree.
 FAR_EPS = 0.5
 # The same for far queries answered by the block tree (ctsne.neighbors.kdtree), which
 # prunes a whole block of queries at once and so loses more recall at a given tolerance.
-# One class of 50,000 points asked by 50,000 others (10-D, k = 23): exact 1.5-2.1 s;
-# 0.1: 1.26 s, recall 0.996; 0.2: 0.99 s, recall 0.915, k-th distance at most 7.7 % above
-# the exact one (median 0 %); 0.25: recall 0.82; scipy's tree at FAR_EPS: 1.36 s, recall
-# 0.86, at most 15 % above.
 BLOCK_FAR_EPS = 0.2
 
 
@@ -128,9 +104,7 @@ class SearchIndex:
         low_dim = metric == "euclidean" and X.shape[1] <= TREE_DIMS
         scan_far = far and far_search == "scan"
         # the block tree answers far queries with the scan's lists, bit for bit (both add
-        # a distance's features in order, both break ties by index), in at most the
-        # scan's time above ~10,000-point classes; where the tolerant tree would run, with
-        # BLOCK_FAR_EPS: better recall than that tree's in less time
+        # a distance's features in order, both break ties by index)
         blocks = self.exact and metric == "euclidean" and uses_block_tree(*X.shape)
         scan = scan_far and self.exact and low_dim and not blocks
         self._scan = data if scan else None
@@ -228,9 +202,7 @@ def own_class_rows(idx: np.ndarray, codes: np.ndarray) -> np.ndarray:
     Rows are screened a neighbour at a time, for the first ``OWN_ROWS_SCREEN`` neighbours
     (ctsne.tuning), while each removes more than ``1 − OWN_ROWS_SCREEN_KEEPS`` of them
     (mixed classes: a column gathered row by row costs a cache line an entry), and the
-    rest read whole, with the classes in their narrowest integer type
-    (200,000 × 90, 5 random classes: 13 ms against 110 ms for the whole table in int64;
-    diamonds' 53,940 × 91 by cut: 8-10 ms screened against 20 ms).
+    rest read whole, with the classes in their narrowest integer type.
     """
     codes = np.asarray(codes)
     small = codes.astype(np.min_scalar_type(max(int(codes.max()), 0)))
@@ -273,8 +245,7 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
         A class with fewer than k + 1 points fills the rest with empty slots.
     """
     n = len(codes)
-    # every slot is written below: searched, or empty where the class is small (np.full
-    # and np.repeat over the whole table took 3.5 s at 10⁶ points, k = 90)
+    # every slot is written below: searched, or empty where the class is small
     idx, dist = np.empty((n, k), dtype=np.int64), np.empty((n, k))
     if known is not None:
         kidx, kdist, mask = known
@@ -310,9 +281,7 @@ def own_class_neighbors(X, codes, k, method="auto", metric="euclidean", random_s
             i, d = brute_within(X[rows], kc, metric)
         elif is_exact_search(len(rows), X.shape[1], method):
             # the tree the fit's size chooses, as SearchIndex does: one distance code for
-            # every list of a fit (and ctsne's block tree where the fit's search is, which
-            # on real data with ties answers a class faster than scipy's: UCI Adult's and
-            # plotnine's diamonds' classes of 10-14k points, bench_tree_ties.py)
+            # every list of a fit
             index = ExactIndex(X[rows], metric, n_jobs, search_size=n)
             i = np.empty((len(rows), kc), dtype=np.int64)
             d = np.empty((len(rows), kc))

@@ -26,8 +26,7 @@ PER_CLASS_UP_TO = 8
 K_MIN = 10
 # The per-class blocks of a row hold about this share of k neighbours in all. Fewer cut
 # P's entries (the attraction's cost follows them) but leave every point fewer
-# counterparts: smaller shares lowered within-batch 15-NN preservation and the overall
-# score on the integration sets of REPORT §12 (experiments/integration.py).
+# counterparts.
 OTHER_SHARE = 1.0
 
 

@@ -96,8 +96,7 @@ def build_tree(X, leaf_size):
     else at the plain median of the first (both children's boxes then hold the median
     value there). The variance rather than the range picks the feature because it gives
     boxes that queries skip more often: faster searches on clustered data and on real
-    data with ties (``benchmarks/bench_knn.py --exact``, ``bench_tree_ties.py``). The
-    exact lists do not depend on the tree.
+    data with ties. The exact lists do not depend on the tree.
 
     Returns the points in leaf order, and per node: first and last point (exclusive), the
     children (−1 for a leaf) and the bounding box.

@@ -5,8 +5,7 @@ data that the standard search would answer approximately.
 and, where too little does, each point's own-class and other-class lists. In many
 features (more than ``TREE_DIMS``) above ``APPROX_ABOVE`` points the standard search is
 pynndescent over all points, which costs more than the class-by-class searches together
-(its graph grows faster than linearly: 50,000 points in 50 features, 5 classes, 10.1 s
-against 4.8 s for every class's own lists). Where a probe finds the classes apart, the
+(its graph grows faster than linearly). Where a probe finds the classes apart, the
 balanced lists are therefore found first and each point's standard list is the k nearest
 of its own-class list and its other-class lists together: the k nearest points of all
 classes lie among the k nearest of its own class and the nearest of each other class,
@@ -17,15 +16,10 @@ representatives above ``REPS_FROM_PAIRS`` pairs, classes above ``APPROX_ABOVE`` 
 pynndescent), a point can miss a nearer point the block missed, as the pynndescent
 search over all points that the merge replaces can.
 
-With many classes where the fit's exact search is the block tree, the pooled lists are
-exact too (one search that skips the own class, :func:`ctsne.neighbors.pooled.skips_own_class`)
-and the own-class lists come from class trees of the same distance code
-(:func:`ctsne.neighbors.own_first.class_tree_lists`): :func:`exact_merged_lists` then gives
-the standard search's lists themselves, ties broken by index as there, without the search
-(where the other classes are pooled into one list, as the label-balanced P pools more
-than eight).
-:mod:`ctsne.neighbors.own_first` does the same from the own-class lists alone in few
-features, where trees count the other classes' points near each point.
+With many classes where the fit's exact search is the block tree, both lists are exact
+in its distance code and :func:`exact_merged_lists` gives the standard search's lists
+themselves, without the search. :mod:`ctsne.neighbors.own_first` does the same from the
+own-class lists alone in few features.
 """
 
 from __future__ import annotations
@@ -44,17 +38,9 @@ from .search import TREE_DIMS, ExactIndex, drop_self, is_exact_search
 __all__ = ["MERGE_SEARCH_PAIRS", "PROBE_SAMPLE", "apart_share", "exact_merge",
            "exact_merged_lists", "merge_first", "merged_standard_lists", "use_merged"]
 
-# The merge's sizes live in ctsne.tuning, with the benchmarks that set them, and are named
-# here too (other modules and the tests read them from this one). The points whose merged
-# list is not certain (a block of another class exhausted inside their k-th distance) are
-# searched exactly over at most MERGE_SEARCH_PAIRS (point, indexed point) pairs; above,
-# the caller runs the standard search instead (10,000 points against 40,000 in 50
-# features: ~0.9 s, scikit-learn's brute force on 2 threads). The probe only tells data
-# whose classes lie apart (a share near 0) from mixed data (near 1) around
-# OWN_FIRST_UP_TO: PROBE_SAMPLE points (a fixed seed, as own_first's probe; 300 put a
-# standard error of at most 0.03 on the share) cost each a row of distances to every
-# point, MERGE_PROBE_ROWS rows at a time (1,000 points at 50,000 in 50 features: ~7 % of
-# the standard search that "auto" runs anyway where the prior is mixed).
+# The merge's sizes live in ctsne.tuning and are named here too (other modules and the
+# tests read them from this one). Points whose merged list is not certain (a block of
+# another class exhausted inside their k-th distance) are searched exactly.
 
 
 def use_merged(n: int, p: int, method: str, metric: str) -> bool:
@@ -71,8 +57,7 @@ def apart_share(X: np.ndarray, codes: np.ndarray, k: int, metric: str = "euclide
     """Share of ``sample`` points whose nearest point of another class is closer than
     their k-th own-class neighbour, by exact distances to every point.
 
-    The probe of :func:`ctsne.neighbors.own_first.near_other_share` without trees: a
-    sample of 300 against 50,000 points in 50 features costs ~0.2 s.
+    The probe of :func:`ctsne.neighbors.own_first.near_other_share` without trees.
     """
     from sklearn.metrics import pairwise_distances
 

@@ -17,8 +17,8 @@ Both orders give the exact search's lists (same neighbours, same distances; the 
 exactly tied neighbours may differ). The order is used where the standard search would be
 approximate (above ``TREE_MAX_N`` points, ``BLOCK_TREE_MAX_N`` with 8-15 features): the
 class trees give exact lists there in less time than pynndescent (:data:`OWN_FIRST_FROM`,
-:data:`OWN_FIRST_BLOCK_FROM`). Where the prior is mixed in the data,
-nearly every point lies near another class and step 3 would repeat the standard search; a probe on
+:data:`OWN_FIRST_BLOCK_FROM`). Where the prior is mixed in the data, nearly every point
+lies near another class and step 3 would repeat the standard search; a probe on
 :data:`PROBE_SAMPLE` points (:func:`near_other_share`) chooses the order first.
 """
 
@@ -47,22 +47,9 @@ __all__ = ["OWN_FIRST_BLOCK_FROM", "OWN_FIRST_CLASSES_UP_TO", "OWN_FIRST_FROM", 
            "PROBE_SAMPLE", "ClassLists", "class_tree_lists", "near_other_share", "own_first_lists",
            "standard_through_classes", "use_own_first"]
 
-# The order's thresholds live in ctsne.tuning, with the benchmarks that set them, and are
-# named here too (other modules and the tests read them from this one). From
-# OWN_FIRST_FROM points, where the standard search is approximate (pynndescent, above
-# TREE_MAX_N), the class trees give exact lists in ~0.6× its time (10⁶ points in 5
-# classes). Below, since the exact search asks its points in the tree's order
-# (ExactIndex.order), one tree over all points costs what the class trees do, so the probe
-# would only add to it. With BLOCK_TREE_DIMS to TREE_DIMS features the standard search is
-# the block tree, exact up to BLOCK_TREE_MAX_N points and ~0.65× the class trees' time with
-# their counts there (paper-style 10-D in 5 classes, 250k-500k points), so the order starts
-# at OWN_FIRST_BLOCK_FROM. At most OWN_FIRST_CLASSES_UP_TO classes: step 2 asks every other
-# class's tree for every point (100,000 points in 30 classes: 1.35× the standard search).
-# The order runs where at most OWN_FIRST_UP_TO of the PROBE_SAMPLE probed points (a fixed
-# seed: the order is a property of the data, not of a run) have another class within their
-# k-th own-class distance: those points are searched twice (their class, then all points),
-# the others once in a smaller tree; above about half the standard P is likely mixed
-# enough to be kept, and then the own-class lists are not needed at all.
+# The order's thresholds live in ctsne.tuning (what each decides is said there) and are
+# named here too: other modules and the tests read them from this one. The probe's fixed
+# seed makes the order a property of the data, not of a run.
 
 # A radius is widened by this relative amount before the counts, so that rounding of the
 # squared distance cannot hide a point tied with the k-th own-class neighbour.
@@ -140,8 +127,7 @@ def class_tree_lists(X: np.ndarray, codes: np.ndarray, k: int, n_jobs: int | Non
     class chosen by the size of the whole search (:class:`ExactIndex`'s
     ``search_size``), or where that is the block tree, for classes of at most
     ``BRUTE_UP_TO`` points, by brute force in its distance code, all in one pass
-    (:func:`ctsne.neighbors.brute.brute_within_classes`: 500 classes of 100 points,
-    0.03 s against 0.5 s for their trees).
+    (:func:`ctsne.neighbors.brute.brute_within_classes`: faster than their trees).
 
     Returns
     -------

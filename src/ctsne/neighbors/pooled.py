@@ -13,9 +13,8 @@ Where the fit's exact search is the block tree, points of classes whose queries 
 most :data:`SKIP_OWN_UP_TO` points of their own class (every class up to that size; a
 larger one where a sample shows it, :func:`skipping_classes`) find the pooled list in one
 search over all points that skips their own class
-(:meth:`ctsne.neighbors.kdtree.BlockTree.query`), exact and faster than the bits
-(measured at :data:`SKIP_OWN_UP_TO`); elsewhere points of small classes search k + n_c
-neighbours of all points once.
+(:meth:`ctsne.neighbors.kdtree.BlockTree.query`), exact and faster than the bits;
+elsewhere points of small classes search k + n_c neighbours of all points once.
 """
 
 from __future__ import annotations
@@ -39,27 +38,9 @@ __all__ = ["EXTRA_UP_TO", "PARALLEL_FROM_ENTRIES", "SKIP_OWN_FROM_BITS", "SKIP_O
 # all other classes in one search of k + n_c neighbours over every point (dropping its own
 # class's), instead of one search per bit.
 EXTRA_UP_TO = 2
-# The thresholds of the search that skips the own class live in ctsne.tuning, with the
-# benchmarks that set them, and are named here too (other modules and the tests read them
-# from this one). Where the fit's exact search is the block tree, the points of a class
-# find their nearest points of all other classes in one exact search over all points that
-# skips each query's own class, instead of per bit, where its queries read at most
-# SKIP_OWN_UP_TO points of their own class: the points nearer than their k-th answer, so a
-# class lying apart reads all of itself. Every class up to this size qualifies; a larger
-# one where SKIP_SAMPLE of its points, evenly spaced in it, read at most this many on
-# average (skipping_classes; brute force, 0.04-0.08 s a class at 160,000 points in one BLAS
-# thread, SKIP_SAMPLE_CHUNK points at a time). The bit searches take 1.1-3.2× the skipping
-# search's time on classes of 100-20,000 points shifted apart, and 0.87-2.4× on classes of
-# 1,000-10,000 points each one blob far from the others (the worst case: a query reads its
-# whole class), 0.45-0.70× beyond; their lists' recall is 0.68-0.99, the skipping search's
-# lists exact. UCI Adult's largest education class (10,501 points) reads ~230 and skips
-# (bench_auto_real.py: "auto" ~0.75× the time). With fewer than SKIP_OWN_FROM_BITS class
-# bits (up to 8 classes) the bit searches are few (revised ct-SNE pools two classes in one
-# far search) and a class lying apart costs the skipping search more (two classes of
-# 10,000 points: twice the bits' time). A bit's merge (and merged.py's exact merge) runs on
-# numba's pool from PARALLEL_FROM_ENTRIES merged entries (askers × k): its work per entry,
-# a few comparisons and copies, is that of the passes over (n, k) tables in
-# ctsne.affinities.
+# The thresholds of the search that skips the own class live in ctsne.tuning (what each
+# decides is said there) and are named here too: other modules and the tests read them
+# from this one. The skipping search's lists are exact, the bits' not.
 
 
 def class_bits(L: int) -> int:
@@ -134,8 +115,7 @@ def sampled_own_reads(X: np.ndarray, codes: np.ndarray, c: int, k: int) -> float
 
     Squared distances through matrix products in one BLAS thread
     (:func:`~ctsne.neighbors.brute.gram_squared_distances`: an estimate's arithmetic;
-    products this small contend for a busy machine's cores: one class at 160,000 points,
-    1.3 s threaded against 0.05 s in one thread), in one pass over the points: each
+    products this small contend for a busy machine's cores), in one pass over the points: each
     chunk's k nearest other-class points, and the own-class distances, counted once the
     k-th is known.
     """

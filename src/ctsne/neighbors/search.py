@@ -24,28 +24,9 @@ __all__ = ["nearest_neighbors", "drop_self", "is_exact_search", "check_search_me
            "uses_block_tree"]
 
 SEARCH_METHODS = ("auto", "exact", "approx")
-# The search "auto" runs; the thresholds live in ctsne.tuning, with the benchmarks that set
-# them, and are named here too (other modules and the tests read them from this one).
-# Exact up to APPROX_ABOVE points in any number of features: scikit-learn's brute force (in
-# BLAS) beats pynndescent there (≥ 1.46× at 40k in 30-100 features), and a fit below it
-# compiles nothing of pynndescent's (~25 s in a new environment). In at most TREE_DIMS
-# features exact up to TREE_MAX_N points, in scipy's cKDTree (ExactIndex: about twice as
-# fast as scikit-learn's tree, half pynndescent's time at 250k), whose cost grows about as
-# n² (the kNN radius shrinks slower than the tree helps). With BLOCK_TREE_DIMS to TREE_DIMS
-# features, in searches of BLOCK_TREE_FROM points or more, ctsne's block tree
-# (ctsne.neighbors.kdtree), which walks a leaf's worth of queries at a time: 1.1-4× faster
-# than scipy's tree at 20k-250k points, and exact up to BLOCK_TREE_MAX_N, where it still
-# beats pynndescent 1.3-14×. In fewer features scipy's tree is as fast or faster (tabular
-# data full of ties included), and below BLOCK_TREE_FROM points it takes well under a second
-# and compiles nothing. Above these sizes pynndescent, in at most TREE_DIMS features with
-# LOW_DIM_DESCENT: 4 random-projection trees and 2 rounds of NN-descent instead of its
-# defaults (~55 trees and ~19 rounds at 10⁶ points); in few dimensions the trees' leaves
-# already hold most neighbours and NN-descent converges in a few rounds (1.06-1.8× faster,
-# recall 0.9986-1 against exact lists where its defaults reach 0.9999-1).
-# Queries go in chunks of QUERY_CHUNK: a single call's (n, k + 1) int64 answer and the
-# library's temporaries would take GBs at 10⁶ points. scipy's tree has KD_LEAF_SIZE-point
-# leaves (its default 16): with k ≈ 90 a query visits many leaves, and larger ones cut the
-# tree's overhead.
+# The search "auto" runs (is_exact_search); the thresholds live in ctsne.tuning
+# (what each decides is said there) and are named here too: other modules and the tests
+# read them from this one.
 
 
 class ExactIndex:
@@ -56,8 +37,8 @@ class ExactIndex:
     or more (:func:`uses_block_tree`), other Euclidean data in at most :data:`TREE_DIMS`
     features to scipy's ``cKDTree`` (queried on ``n_jobs`` threads; about twice as fast as
     scikit-learn's tree on the same data); other metrics and wider data to scikit-learn's
-    ``NearestNeighbors`` (a ball tree, or brute force in BLAS for many features). See the
-    note above.
+    ``NearestNeighbors`` (a ball tree, or brute force in BLAS for many features); the
+    thresholds in :mod:`ctsne.tuning`.
 
     Parameters
     ----------
@@ -77,9 +58,7 @@ class ExactIndex:
         The points in the tree's own order (its leaves one after the other). Asking for
         the indexed points themselves in this order keeps each chunk's queries near each
         other, so they walk the same nodes while those are in the cache; the answers do
-        not depend on the order (10 features, k = 92, 2 threads: 200,000 points 6.7 s in
-        the data's order, 3.9 s in the tree's; 250,000 paper-style points 74.3 s and
-        28.6 s).
+        not depend on the order.
     """
 
     def __init__(self, data: np.ndarray, metric: str = "euclidean", n_jobs: int | None = None,
@@ -151,7 +130,7 @@ class ExactIndex:
     def count_within(self, Q: np.ndarray, radius: np.ndarray) -> np.ndarray:
         """How many indexed points lie within ``radius`` (one per row) of each row of
         ``Q`` (k-d tree only: Euclidean data in at most :data:`TREE_DIMS` features)."""
-        if self._kd is None:  # scipy's tree counts (built on first use: ~0.1 s at 250k)
+        if self._kd is None:  # scipy's tree counts (built on first use)
             self._kd = self._scipy_tree()
         return np.asarray(self._kd.query_ball_point(
             np.ascontiguousarray(Q, dtype=np.float64), radius, return_length=True,
@@ -190,7 +169,7 @@ def is_exact_search(n: int, p: int, method: str = "auto") -> bool:
         Points searched and their number of features.
     method : {"auto", "exact", "approx"}
         "auto" is exact up to :data:`APPROX_ABOVE` points, and up to :data:`TREE_MAX_N`
-        for data with at most :data:`TREE_DIMS` features (the note above).
+        for data with at most :data:`TREE_DIMS` features (:mod:`ctsne.tuning`).
 
     Returns
     -------
@@ -205,7 +184,7 @@ def is_exact_search(n: int, p: int, method: str = "auto") -> bool:
 
 def uses_block_tree(n: int, p: int) -> bool:
     """Whether an exact Euclidean search of ``n`` points in ``p`` features uses
-    :class:`ctsne.neighbors.kdtree.BlockTree` (else scipy's tree; the note above)."""
+    :class:`ctsne.neighbors.kdtree.BlockTree` (else scipy's tree; :mod:`ctsne.tuning`)."""
     return BLOCK_TREE_DIMS <= p <= TREE_DIMS and n >= BLOCK_TREE_FROM
 
 

@@ -13,10 +13,8 @@ import math
 import numba
 import numpy as np
 
-# Only explicit prange loops run in parallel (numba would otherwise turn each np.zeros or
-# .sum() into a parallel region of its own, each waking the pool even on the serial path);
-# numba consumes the dict it is given, so each kernel gets a copy. The 2-D passes instead
-# run one serial build in parts on ctsne's threads (Threaded): no parallel compile.
+# Only explicit prange loops run in parallel (ctsne._parallel.PRANGE_ONLY; each kernel
+# gets a copy). The 2-D passes instead run one serial build in parts (Threaded).
 from ..._parallel import PRANGE_ONLY, Threaded, equal_parts, renamed, sum_in_order
 
 # Points are visited tile by tile (TILE × TILE nodes) when the 2-D grid outgrows the cache.
@@ -42,8 +40,7 @@ def locate(y, origin, inv_delta, last, inv_denom, w):
 
 # The default order (fft.N_INTERP = 5) has 2-D passes of its own: the weights are five
 # scalars and the loops have fixed lengths, so the compiler keeps everything in registers,
-# where the general passes loop over runtime-sized weight arrays. At 10⁶ points over a span
-# of ~400 (2 threads, 2026-11-27): spreading 0.056 → 0.015 s, gathering 0.11 → 0.044 s.
+# where the general passes loop over runtime-sized weight arrays.
 ORDER_5 = 5
 
 
@@ -257,9 +254,8 @@ def _sum_bands_row(private, offset, band_lo, band_hi, r, out):
 
 
 # Each 2-D pass is compiled once per stencil, as a copy whose stencil is one of the two
-# (``renamed``): a pass choosing its stencil at run time made numba compile both into it,
-# the general one unused at the default order (~3 CPU-s of a first 5,000-point fit;
-# benchmarks/bench_compile.py). In the module's own copies the stencil is the general one.
+# (``renamed``): a pass choosing its stencil at run time would compile both into it. In
+# the module's own copies the stencil is the general one.
 _spread_2d_band = _spread_2d_chunk
 
 

@@ -11,9 +11,8 @@ from ...tuning import ZORDER_PARALLEL_FROM
 
 __all__ = ["bounding_box", "key_order", "morton_keys", "sort_points", "unsort"]
 
-# These passes run on the thread pool from ZORDER_PARALLEL_FROM points (ctsne.tuning): each
-# costs ~10 ns a point, so they pay from far more points than the traversal. The two sizes
-# below are read inside the kernels (numba compiles their values in), so they stay here.
+# These passes run on the thread pool from ZORDER_PARALLEL_FROM points (ctsne.tuning). The
+# two sizes below are read inside the kernels (numba compiles their values in): kept here.
 # Runs of the bounding-box pass: tasks for a few threads. Minima and maxima do not depend
 # on how the points are split, so the box is the same for any number of runs.
 BOX_RUNS = 8
@@ -86,8 +85,8 @@ def morton_keys(Y, origin, scale, levels):
 @numba.njit(cache=True)
 def key_order(keys, bits):
     """``(order, keys[order])`` for non-negative keys below ``2**bits``: a stable radix
-    sort, RADIX_BITS a pass, skipping digits every key shares; about a third of numpy's
-    argsort at 50,000 points, and the sorted keys need no gather."""
+    sort, RADIX_BITS a pass, skipping digits every key shares; faster than numpy's
+    argsort, and the sorted keys need no gather."""
     n = keys.shape[0]
     if n == 0:
         return np.empty(0, dtype=np.int64), keys.copy()

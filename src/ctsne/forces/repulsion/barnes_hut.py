@@ -15,22 +15,17 @@ summarised when
 
 and it never holds the target. Summaries are quadrupole-corrected: the second-order
 Taylor term of the kernel about the centre of mass, from the cell's second moments, is
-added (the first-order term vanishes about the centre of mass). Monopole-only BH
-underestimates Z systematically (t is subharmonic far from a cell) and at θ = 0.5 misses
-Z by 2–6·10⁻³ on t-SNE-like layouts in d = 1, 2, whether the size is the side or the
-diagonal; with the quadrupole term Z is within ~10⁻⁵ and F within a few 10⁻⁴, which a
-monopole reaches only at a much smaller θ and higher cost. At that accuracy the side
-(the looser, cheaper of the two measures) is the one used.
+added (the first-order term vanishes about the centre of mass): monopole-only BH
+underestimates Z systematically (t is subharmonic far from a cell), and reaches the
+quadrupole's accuracy only at a much smaller θ. At that accuracy the side (the looser,
+cheaper measure than the diagonal) is the one used.
 
 Traversal. Points are taken in groups of at most ``BH_GROUP`` consecutive points in key
 order (whole subtrees, merged while they fit). The tree is walked once per group, with
-the distance measured from a cell's centre of mass to the group's bounding box (a
-stricter test than for any single member), into a list of far cells and a list of near
-points (leaves that cannot be summarised, taken exactly); each member then sweeps both
-lists in tight, vectorised loops. This trades a few more interactions for far fewer
-branchy tree walks. It runs in parallel over groups; of the steps before it
-(:mod:`._zorder`: box, keys, sort; then the build and the summaries) the radix sort and
-the build are serial, about 5 % of a call at 10⁵ points and 10–15 % at 10⁶.
+the distance measured from a cell's centre of mass to the group's bounding box, into a
+list of far cells and a list of near points (taken exactly); each member then sweeps both
+lists in tight, vectorised loops: a few more interactions for far fewer branchy tree
+walks. It runs in parallel over groups.
 
 Coincident points. The grid depth is capped (L levels); a cell at the cap is a leaf
 however many points it holds. It is always summarised, also for its own points (through
@@ -60,19 +55,13 @@ _LIST_START = 256
 # Row layout of the per-node summary table: centre (3), count, moments xx yy zz xy xz yz,
 # trace. Output dimensions below 3 are padded with zeros, which add nothing to any sum.
 _NF = 11
-# From BH_PARALLEL_WALK_FROM points the traversal runs on the thread pool: below, a parallel
-# launch costs more than it saves, and on a busy machine waiting for a second thread can
-# take milliseconds (the per-point passes before and after it: ZORDER_PARALLEL_FROM). From
-# BH_SINGLE_FROM points the float32 sweeps are used (a few points are mostly near pairs).
-# From this opening angle on (d ≤ 2), the sweeps run in float32: the angle's error
-# (~1e-4 at 0.3) dwarfs float32 rounding. Smaller angles, and θ = 0, stay in float64.
+# From BH_PARALLEL_WALK_FROM points the traversal runs on the thread pool (below, a launch
+# costs more than it saves); from BH_SINGLE_FROM points the float32 sweeps are used.
+# From this opening angle on (d ≤ 2), the sweeps run in float32: the angle's error dwarfs
+# float32 rounding. Smaller angles, and θ = 0, stay in float64.
 _SINGLE_FROM_THETA = 0.3
-# Floating-point reassociation lets LLVM vectorise the sums over interaction lists. The
-# functions compiled with it are inlined into the one kernel that calls them (numba
-# ``inline="always"``): compiled separately, a process that compiled them ran other machine
-# code (other rounding) than one that loaded the kernel from the cache. The kernel is one
-# build, run in parts of whole groups on any number of threads (ctsne._parallel.Threaded),
-# so its forces do not depend on the thread count either.
+# Floating-point reassociation lets LLVM vectorise the sums over interaction lists; the
+# functions compiled with it are inlined into their one caller (ctsne._parallel's note).
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
 
 
@@ -209,8 +198,7 @@ def _groups(lo, hi, first, nchild, group_size):
 def _grow(buf, size):
     new = np.empty((buf.shape[0], 2 * buf.shape[1]))
     # element by element: a slice assignment compiles numba's shape-mismatch error, whose
-    # message formatting (string concatenation, repr, join) cost ~3.5 CPU-s of a first
-    # Barnes-Hut fit's compile (benchmarks/bench_compile.py, 5,000 points)
+    # message formatting is costly to compile
     for r in range(buf.shape[0]):
         for c in range(size):
             new[r, c] = buf[r, c]
@@ -222,7 +210,7 @@ def _traverse(Y3, walk, summ, groups, group_size, stack_size, F, zrow, start, st
     """Per-point force and t row sums (sorted order) into F and zrow (zeroed), one tree
     walk per group, for groups ``start … stop − 1`` (of the order below), float64 sweeps.
     The float32 sweeps are another kernel (:func:`_traverse_single`), not a flag of this
-    one: a run needs one of them, and each compiles in ~6 s."""
+    one: a run needs one of them, and each is costly to compile."""
     ng = groups.shape[0] - 1
     half = (ng + 1) // 2
     for it in range(start, stop):

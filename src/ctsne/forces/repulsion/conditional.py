@@ -13,7 +13,7 @@ a term partition the points, each term costs at most one t-SNE pass.
 The terms need not be equally accurate: an error in a term reaches the force multiplied
 by the term's coefficient. With β' = 0.01 the all-points term carries ~1 % of S, so it
 may have ~100× the relative error of the class terms for the same absolute error: with
-``method="auto"`` it goes to a coarse FFT grid (~6× cheaper than Barnes-Hut at θ = 0.5),
+``method="auto"`` it goes to a coarse FFT grid (cheaper than Barnes-Hut at θ = 0.5),
 otherwise Barnes-Hut opens it wider (:func:`term_thetas`); the class terms, which carry
 the force, keep the asked accuracy. Under "auto" in 2-D, a group planned for Barnes-Hut
 is evaluated on each call by whichever of Barnes-Hut and the FFT grid (equally accurate)
@@ -50,37 +50,17 @@ _ENGINES = {
     "fft": ("ctsne.forces.repulsion.fft", "repulsion_fft"),
 }
 
-# Which engine a group gets (the thresholds and cost model in ctsne.tuning):
-# - EXACT_BELOW: group sizes below which the exact kernel beats the approximations. FFT
-#   groups above it are also checked each call against the span (fft.exact_is_faster): its
-#   grid follows the layout's extent, not the group size.
-# - EXACT_FIT_MAX: with method="auto", a fit of at most this many points is evaluated
-#   exactly in every term. There the exact pass costs at most ~1 ms per term and iteration
-#   (0.7-1.3 ns per pair, about 1 s over a default fit), and it spares a first run in a new
-#   environment compiling the Barnes-Hut and FFT kernels (15-20 s on 2 cores).
-# - BH_BELOW: with method="auto", Barnes-Hut planned below this many points (and always for
-#   d = 3), else FFT. In 2-D each call then takes whichever of the two its cost model prices
-#   lower for the group's size and current extent (:func:`fft_is_cheaper`).
-# - The cost model: one-thread CPU time per call, fitted to t-SNE-like layouts (30 blobs;
-#   20k, 200k and 10⁶ points over spans of 40-500): Barnes-Hut at θ = 0.5 ~28 ns · m·log₂m
-#   (BH_NS_PER_POINT_LOG), falling as 1/θ² with the angle; FFT on its default grid ~55 ns
-#   per point (spread and gather, unrolled for p = 5; FFT_NS_PER_POINT) + ~20 ns per node
-#   of the padded grid (FFT_NS_PER_NODE; float32 transforms above fft.SINGLE_ABOVE nodes).
-#   With two threads both fall by about the same factor. A whole layout of 10⁶ points is
-#   cheaper by FFT up to ~600 units by this model; a class scattered over a wide layout is
-#   cheaper by Barnes-Hut, whose cost does not follow the extent.
-# Barnes-Hut force error grows as theta^4 (quadrupole-corrected cells; measured 5.9e-4 at
-# 0.5, 1.0e-2 at 1.0, 7.2e-2 at 1.5 on a t-SNE-like layout), and past ~1.2 the cells'
-# expansion stops converging well; a minor term's angle stays within these bounds.
+# Which engine a group gets: the thresholds and cost model in ctsne.tuning. FFT groups
+# above EXACT_BELOW are also checked each call against the span (fft.exact_is_faster): its
+# grid follows the layout's extent, not the group size; in 2-D each call takes whichever
+# of Barnes-Hut and FFT the cost model prices lower (:func:`fft_is_cheaper`).
+# Barnes-Hut force error grows as theta^4 (quadrupole-corrected cells), and past ~1.2 the
+# cells' expansion stops converging well; a minor term's angle stays within these bounds.
 THETA_ERROR_POWER = 4.0
 THETA_MAX = 1.2
-# Relative force error of the engines' settings on t-SNE-like layouts (benchmarks/
-# bench_bh.py, bench_fft.py; 500k points over a span of ~300): Barnes-Hut ~0.016·θ⁴
-# (6e-4–1.6e-3 at θ = 0.5), FFT on its default grid ~4–6e-4, FFT on the coarse grid below
-# (3 nodes per 2 units, in boxes of 5) 2.7-5.3e-2 against the default grid: 57 ms for 10⁶
-# points over ~480 units where Barnes-Hut at θ = 0.5 takes 390-510 ms on 2 threads. Boxes
-# of 5 nodes (p = 5, whose passes are unrolled) place those nodes more accurately and
-# faster than boxes of 3.
+# Relative force error of the engines' settings on t-SNE-like layouts: Barnes-Hut
+# ~BH_ERROR_COEF·θ⁴, FFT on its default grid FFT_ERROR, and on the coarse grid below (boxes
+# of 5 nodes: more accurate and faster than boxes of 3) FFT_COARSE_ERROR.
 BH_ERROR_COEF = 0.016
 FFT_ERROR = 6e-4
 FFT_COARSE = {"n_interp": 5, "boxes_per_unit": 0.3}
@@ -108,12 +88,11 @@ def term_thetas(theta: float, shares: list[float]) -> list[float]:
 
 # Groups below GROUP_COPY_PARALLEL_ABOVE are gathered and scattered by numpy: handing parts
 # to threads would cost more than the copy. Above it the copies run in parts on ctsne's
-# threads (ctsne._parallel.Threaded: one serial build each, where numba's parallel builds
-# cost ~1.2 CPU-s more apiece in a new environment).
+# threads (ctsne._parallel.Threaded).
 
 
 def _gather(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    # numpy twins of _gather_rows and _add_rows_kernel below: no hand-off (bench_step.py)
+    # numpy twins of _gather_rows and _add_rows_kernel below: no hand-off
     if len(idx) < GROUP_COPY_PARALLEL_ABOVE or numba.get_num_threads() == 1:
         return Y[idx]
     out = np.empty((len(idx), Y.shape[1]))
@@ -222,7 +201,7 @@ class _TermPlan:
         # g a contiguous slice [large_starts[g], large_starts[g + 1])
         self.large_idx = np.concatenate(large) if large else None
         # one group of all points in their own order (plain t-SNE's term, ct-SNE's
-        # all-points term): no gather or scatter (~1 ms a call at 250k points)
+        # all-points term): no gather or scatter
         self.identity = (self.large_idx is not None and len(self.large_idx) == n
                          and bool(np.all(self.large_idx == np.arange(n))))
         self.large_starts = np.concatenate([[0], np.cumsum([len(i) for i in large])])

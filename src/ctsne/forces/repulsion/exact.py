@@ -33,16 +33,10 @@ def _grouped_kernel(Y, lo, hi, F, zrow, start, stop):
         zrow[i] = z
 
 
-# The 2-D case, written so that the inner loop vectorises without fastmath: four
-# independent lanes of sums, added in a fixed order at the end. With fastmath=True (one
-# sum, reordered by the compiler) the kernel's parallel build compiled in a fresh process
-# rounded differently from the same build loaded from numba's cache (numba issue #10617), and a
-# default two-thread fit of the paper's 1,000 points then differed between the first run
-# in a new environment and the next (the 750 iterations amplify a 1e-11 difference to
-# ~0.1 % of the layout). The lanes give the fastmath loop's speed on two threads; one
-# thread runs ~1.5× slower than it. The term j = i adds t = 1 to z and no force; it is
-# subtracted below rather than branched on. Rows are independent, so the forces are the
-# same on any number of threads.
+# The 2-D case, written so that the inner loop vectorises without fastmath (which can
+# round differently cold and warm, ctsne._parallel): four lanes of sums, added in a fixed
+# order at the end. The term j = i adds t = 1 to z and no force; it is subtracted below
+# rather than branched on. Rows are independent: the same forces on any thread count.
 @threaded(EXACT_PARALLEL_FROM_PAIRS, error_model="numpy")
 def _grouped_kernel_2d(x, y, lo, hi, F, zrow, start, stop):
     for i in range(start, stop):

@@ -13,28 +13,24 @@ G nodes:
    zero-padded real FFTs (``scipy.fft`` with several workers).
 4. The potentials are interpolated back to the points: that is ``F`` (parallel gather).
 
-Departures from FIt-SNE (numbers in ``benchmarks/bench_fft.py`` and the tests):
+Departures from FIt-SNE:
 
 * One charge and a vector kernel, where FIt-SNE convolves the charges ``1, y`` (and
-  ``|y|²``) with ``t²`` and forms ``F_i = y_i φ₁ − φ_y``. The difference of large terms in
-  that form loses all accuracy for sparse, wide point sets (a scattered ct-SNE class);
-  here nothing cancels, a point's own charge adds ``Σ t(v)² v = 0`` by symmetry, spreading
-  does a third of the work, and the FFTs are one forward and d inverse transforms. The
-  vector kernel interpolates about 2.5× less accurately on the same grid, so the default
-  grid is 1.25× finer: the FFT work is then that of the FIt-SNE form at equal accuracy.
+  ``|y|²``) with ``t²`` and forms ``F_i = y_i φ₁ − φ_y``, a difference of large terms that
+  loses all accuracy for sparse, wide point sets (a scattered ct-SNE class). Here nothing
+  cancels, and a point's own charge adds ``Σ t(v)² v = 0`` by symmetry.
 * Stencils are centred on the point (its p nearest nodes) instead of being the p nodes of
-  the box it falls in: same grid and FFT, 2.5–8× smaller interpolation error.
+  the box it falls in: same grid and FFT, smaller interpolation error.
 * ``Z`` needs no potential: the sum over i of the interpolated ``Σ_j t_ij`` is the
   quadratic form ``cᵀ T c`` of the spread charges, which Parseval turns into a weighted
   sum over the charge spectrum. The self-pairs are removed as interpolated (each point's
   weights paired through ``t``: ``(2p−1)^d`` terms), not as ``t_ii = 1``; the latter
   leaves m interpolation errors in Z, which dominate for a small or sparse group.
 * The kernels are even or odd along each axis, so their spectra come from type-I cosine
-  and sine transforms of one quadrant, half the work of a real FFT of the padded grid.
-  The forward transform skips the all-zero padding rows; the inverse stops at node rows.
+  and sine transforms of one quadrant.
 * The node spacing is fixed (a ladder of values for spans below ``min_boxes`` boxes), so
   the kernel spectra depend on the FFT size alone and are cached: a slowly growing layout,
-  or classes scattered over the same layout, reuse them (~1/3 of the FFT work).
+  or classes scattered over the same layout, reuse them.
 * Large 2-D grids (``SINGLE_ABOVE``) are transformed in float32: the transforms dominate a
   wide layout's cost, and their rounding stays far below the interpolation error.
 * All stages use numba ``prange`` or ``scipy.fft`` workers above a size where waking the
@@ -63,30 +59,20 @@ from ._interp import TILE
 
 __all__ = ["clear_kernel_cache", "exact_is_faster", "grid_shape", "repulsion_fft"]
 
-# Grid resolution. FIt-SNE's p = 3 and one box per unit give 0.3–1e-2 relative force
-# error on t-SNE layouts (~1e-2 for its box-bound stencils). In 2-D, p = 5 and 0.8 boxes
-# per unit (4 nodes per unit, 1.8× FIt-SNE's nodes) give 4–6e-4 on 250k and 10⁶ points
-# over spans of 150 and 300 (benchmarks/bench_fft.py) and 0.7–1.3e-3 on 2,000 (the tests),
-# as accurate as Barnes-Hut at θ = 0.5 and ~2× cheaper than the 1.25 boxes per unit used
-# before (5–9e-5: more accuracy than any term of a fit uses). In 1-D the grid costs little
-# and keeps 1.25 (1–2e-4). Raising p is the cheaper way up: the error falls as the p-th
-# power of the node spacing. It depends on the spacing only, so a small minimum number of
-# boxes suffices and keeps the grid of a small group cheap.
+# Grid resolution: in 2-D, p = 5 and 0.8 boxes per unit are about as accurate as
+# Barnes-Hut at θ = 0.5; in 1-D the grid costs little and keeps a finer spacing. Raising p
+# is the cheaper way up: the error falls as the p-th power of the node spacing. It depends
+# on the spacing only, so a small minimum number of boxes keeps a small group's grid cheap.
 # p = 5 has 2-D passes of its own (_interp.ORDER_5).
 N_INTERP = 5
 MIN_BOXES = 8
 BOXES_PER_UNIT = {1: 1.25, 2: 0.8}
 # Most nodes per dimension, so that a wildly spread embedding (a bad step, an unusual
-# layout) loses accuracy instead of exhausting memory. In 2-D, 4096 nodes hold a span of
-# ~1,000 at full resolution (openTSNE spreads 10⁶ points over ~300) and peak near 2 GB.
+# layout) loses accuracy instead of exhausting memory.
 MAX_NODES = {1: 1 << 22, 2: 4096}
-# Spans below this (zero included) are flat: they keep the nominal spacing, which is as
-# exact as any there; a zero or subnormal span (one flat axis of rank-1 data, in the
-# engine choice's cost model) would overflow the ladder's exponent. Every span above it
-# gets its ladder step, whose exponent and inverse stay finite down to here (the step is
-# ~2^-1006, a normal number): the spacing stays relative to the span however small it
-# is, as a map shrunk under early exaggeration (to ~1e-28, SCALE_FLOOR) needs forces
-# accurate at its own scale.
+# Spans below this (zero included) are flat and keep the nominal spacing: a zero or
+# subnormal span would overflow the ladder's exponent. Above it the spacing stays relative
+# to the span however small (a map shrunk under early exaggeration needs accurate forces).
 FLAT_SPAN = 2.0 ** -1000
 _SPECTRA: OrderedDict = OrderedDict()
 _SPECTRA_LOCK = threading.Lock()
@@ -145,14 +131,10 @@ def exact_is_faster(m: int, span, n_interp: int = N_INTERP, min_boxes: int = MIN
                     boxes_per_unit: float | None = None) -> bool:
     """Whether the exact O(m²) kernel beats this engine for m points over ``span`` (d,).
 
-    A cost model fitted to uniform 2-D groups (300-8,000 points over their own t-SNE
-    density, 30 and 80 units; one thread, kernel spectra cached; 2026-11-27): exact
-    ~1.36 ns per pair in 2-D (its four fixed summation lanes, ctsne._parallel), ~3 ns in
-    1-D; this engine ~14 ns per node of the padded grid plus ~45 ns per point (the
-    unrolled p = 5 passes). The grid follows the span, not m: a class scattered over the
-    whole layout needs the whole layout's grid, so the crossover grows with the span
-    (about 300 points for a group at its own t-SNE density, about 2,300 for one spread
-    over 80 units).
+    A cost model fitted to uniform 2-D groups (one thread, kernel spectra cached): the
+    exact kernel's time per pair against this engine's per node of the padded grid and
+    per point. The grid follows the span, not m: a class scattered over the whole layout
+    needs the whole layout's grid, so the crossover grows with the span.
     """
     span = np.atleast_1d(span)
     _, _, half = grid_shape(span, n_interp, min_boxes, boxes_per_unit)

@@ -34,10 +34,8 @@ from .fft import grid_shape
 __all__ = ["ReferenceField", "FieldGrid"]
 
 # Lagrange nodes per box and dimension, and boxes per unit of the map. The field is a sum
-# of kernels of unit width, so its interpolation error falls as (spacing)^p; with 5 nodes
-# per box and 0.8 boxes per unit (spacing 0.25) the placements of 10,000 points into a
-# 100,000-point map stay within ~1e-3 of the exact repulsion's (tests/test_transform_field.py,
-# BENCHMARKS.md "New points"), and the grid of a map spanning 150 units has ~600² nodes.
+# of kernels of unit width, so its interpolation error falls as (spacing)^p; these keep
+# placements close to the exact repulsion's at a modest grid.
 N_INTERP = 5
 BOXES_PER_UNIT = 0.8
 # Margin around the reference box, in map units and as a fraction of its span: new points

@@ -29,14 +29,8 @@ from ...tuning import FIELD_BYTES, REFERENCE_LEAF_SIZE, REFERENCE_PARALLEL_FROM_
 
 __all__ = ["ReferenceRepulsion", "ReferenceTree"]
 
-# From ctsne.tuning: leaves hold up to REFERENCE_LEAF_SIZE points (below it an exact loop
-# over the points beats descending further); from REFERENCE_PARALLEL_FROM_QUERIES query
-# points the walk runs in parts on ctsne's threads (equal numbers of points; one serial
-# build): below, a hand-off costs more than it saves, and much more on a machine busy with
-# other work; FIELD_BYTES is the most memory for the fields of one map's terms (2-D): at
-# 100,000 points a field takes ~25 MB and costs ~0.15 s to build, where walking a class's
-# tree costs ~6 µs per point and iteration (θ = 0.5); past this budget (priors with
-# hundreds of classes) the class terms walk trees.
+# Leaf size, parallel threshold and the fields' memory budget: ctsne.tuning (past
+# FIELD_BYTES, e.g. priors with hundreds of classes, the class terms walk trees).
 # The tree's depth is at most log2(n) + 1 and the walk keeps two entries per level.
 _STACK = 130
 

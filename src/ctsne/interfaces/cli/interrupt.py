@@ -41,8 +41,7 @@ class CtrlC:
         self.committed = False
         self._optimiser = None  # the optimiser loop's code, while watching a model
         # inside commit(): a press waits for its end, so that the message says what the
-        # abort did (a press between the commit and the flag below restored nothing and
-        # said the user's files were as they were: a timed test met it, 2026-11-29)
+        # abort did (a press between the commit and the flag below would misreport it)
         self._committing = False
         self._pending = False
 

@@ -179,7 +179,7 @@ class _Page(SelectionMixin, RunMixin):
         self._wire()
         if self.s.steps:
             self._show_step(self.step_b)
-        else:  # served while the first map is computed (issue 22, item 9)
+        else:  # served while the first map is computed
             self._refresh_options()
             self._show_left(False)
             self._set_title("b", "computing the first map …")
@@ -291,8 +291,8 @@ class _Page(SelectionMixin, RunMixin):
     def _show_left(self, visible: bool):
         """Show or hide the left map (the parent of the step shown). A hidden map leaves
         the layout, not only the view: a hidden figure in the page has no frame, so
-        BokehJS cannot range it and logged "could not set initial ranges" at every
-        change of the shared source (issue 51)."""
+        BokehJS cannot range it and logs "could not set initial ranges" at every
+        change of the shared source."""
         self.fig_a.visible = visible
         if hasattr(self, "box_a"):
             self.box_a.visible = visible
@@ -326,7 +326,7 @@ class _Page(SelectionMixin, RunMixin):
         if self.history.value != label:
             self.history.value = label
         # the box holds what the NEXT map adds; the shown map's prior is kept (or not) by
-        # the checkbox, so nothing is carried over unseen (issue 22)
+        # the checkbox, so nothing is carried over unseen
         prior = " & ".join(steps[k].prior)
         self.keep_prior.update(active=True, visible=bool(prior),
                                label=f"keep the prior of step {k}: {prior}")
@@ -342,7 +342,7 @@ class _Page(SelectionMixin, RunMixin):
 
     def _set_color(self, name: str):
         n = len(self.source.data["id"])
-        # a row selected in the old legend would select a row of the new one (issue 22)
+        # a row selected in the old legend would select a row of the new one
         self._clear_legend()
         self.legend_source.data = {"color": [], "level": [], "count": []}
         if name == NONE:

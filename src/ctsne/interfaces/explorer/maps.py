@@ -23,10 +23,8 @@ POINT_SIZE = 4
 REFRAME_JS = "const v = Bokeh.index.find_one(cb_obj); if (v != null) v.reset_range();"
 
 # A hover filter: of the points under the cursor keep only the nearest (in screen
-# pixels; the lowest index among equally near ones), so that a dense map shows one
-# tooltip, not a stack of every point under the cursor (issue 22). The filter is called
-# once per hit point with the same ``vars.indices``; the nearest is found on the first
-# call of each cursor position and kept for the others.
+# pixels; ties by lowest index), so a dense map shows one tooltip. Called once per hit
+# point, it finds the nearest on the first call of each cursor position and keeps it.
 NEAREST_JS = """
 export default (args, tool, {vars}) => {
   const g = vars.glyph_view, sx = vars.sx, sy = vars.sy;
@@ -44,10 +42,9 @@ export default (args, tool, {vars}) => {
 }
 """
 
-# On page load: which WebGL renderer the browser has. A software one (SwiftShader, llvmpipe,
-# …, or none) draws large scatters 10x slower than the 2-D canvas (BENCHMARKS.md), so
-# "auto" keeps the canvas there and takes WebGL otherwise. The renderer's name goes to the
-# ``backend`` widget's title, so that the page says why.
+# On page load: which WebGL renderer the browser has. A software one draws large scatters
+# slower than the 2-D canvas, so "auto" keeps the canvas there. The renderer's name goes
+# to the ``backend`` widget's title, so that the page says why.
 BACKEND_JS = """
 let name = "none";
 try {

@@ -1,5 +1,5 @@
 """Which method makes a step's map: ct-SNE (the default), conditional UMAP or conditional
-LargeVis (issue 19).
+LargeVis.
 
 ct-SNE steps share one P (:mod:`ctsne.interfaces.explorer.refit`). A UMAP or LargeVis step
 is a whole fit of :class:`~ctsne.ConditionalUMAP` / :class:`~ctsne.ConditionalLargeVis`

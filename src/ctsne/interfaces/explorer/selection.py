@@ -128,14 +128,9 @@ class SelectionMixin:
         self.rank_info.text = PROMPT if r is None else ranking_headline(r)
         if r is None and not self.rank_source.data["feature"]:
             return  # already empty
-        # A NEW source for the table, not new data in the old one: BokehJS's DataTableView
-        # redraws its rows only when its CDSView's indices change or the table model itself
-        # changes. Replacing (or patching) the data of a source by data of the same length,
-        # as every ranking is (one row per feature), leaves the indices equal, so the page
-        # kept drawing the first ranking under the new headline (Bokeh 3.9; issue 22).
-        # Assigning a new source changes the table model, which rebuilds its grid from it.
-        # The name moves to the new source: the browser keeps a detached model for up to
-        # 30 s, and two models named "ranking_source" would make the name ambiguous.
+        # A NEW source for the table: BokehJS's DataTableView does not redraw new data of
+        # the same length. The name moves to it: the browser keeps a detached model a
+        # while, and two models named "ranking_source" would make the name ambiguous.
         old = self.rank_source
         self.rank_source = ColumnDataSource(ranking_columns(r), name="ranking_source")
         old.name = None

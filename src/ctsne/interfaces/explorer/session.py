@@ -26,8 +26,7 @@ SESSION_FORMAT = "ctsne-explore-session/1"
 MAX_PRIOR_LEVELS = 12
 PRIOR_BINS = 5
 # Ranking a selection: beyond this many points the logistic regression runs on a random
-# subsample (all selected points kept up to half of it), so a selection is ranked in about
-# a second at 1M points.
+# subsample (all selected points kept up to half of it), so a large selection ranks fast.
 RANK_SAMPLE = 20_000
 
 

@@ -23,9 +23,8 @@ __all__ = ["Features", "prepare_features", "MAX_ONEHOT_LEVELS", "NUMERIC_AT_LEAS
 # More text levels than this in a feature column is almost surely an identifier.
 MAX_ONEHOT_LEVELS = 100
 # A text column whose present cells are numbers in at least this share is a column of
-# numbers with a few bad cells (typos, units, decimal commas), not categories: it is an
-# error naming those cells, where one-hot encoding would silently turn every number into
-# a category of its own.
+# numbers with a few bad cells (typos, units, decimal commas): an error names those cells,
+# where one-hot encoding would silently make every number a category.
 NUMERIC_AT_LEAST = 0.9
 
 
