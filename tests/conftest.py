@@ -41,3 +41,23 @@ def graphs_built(monkeypatch):
 
     monkeypatch.setattr(pynndescent, "NNDescent", counted)
     return built
+
+
+def device_affinities(X, graph, classes, mode, within_weight=None, *, neighbors="auto",
+                      metric="euclidean", labelled=None, device=None):
+    """A fit's graph built by the torch engine's primitives (float64 on ``device``), and
+    where its lists were searched (the provider's plan)."""
+    import torch
+
+    from ctsne.affinities.graphs import FuzzyGraph, PerplexityGraph
+    from ctsne.affinities.modes import resolve_mode
+    from ctsne.checks import to_safe_scale
+    from ctsne.estimator.engine import TorchEngine
+
+    engine = TorchEngine(device, torch.float64)
+    if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
+        graph = PerplexityGraph(float(graph))
+    lists = engine.lists(to_safe_scale(X), classes, method=neighbors, metric=metric,
+                         random_state=None, n_jobs=None)
+    return (engine.affinities(resolve_mode(mode, within_weight), lists, graph, labelled),
+            lists.plan)

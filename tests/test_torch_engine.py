@@ -14,6 +14,8 @@ import scipy.sparse as sp
 torch = pytest.importorskip("torch", reason="the torch engine needs PyTorch "
                             "(pip install 'ctsne[gpu]'); .ci/run installs the CPU build")
 
+from conftest import device_affinities as shared_device_affinities  # noqa: E402
+
 from ctsne.affinities.calibration import calibrate, calibrate_row  # noqa: E402
 from ctsne.affinities.modes import input_affinities  # noqa: E402
 from ctsne.forces.gradient import ConditionalGradient  # noqa: E402
@@ -29,22 +31,9 @@ from ctsne.torch_engine.repulsion import FFTRepulsion, Groups, exact_repulsion  
 DEVICE = torch.device(os.environ.get("CTSNE_TEST_TORCH_DEVICE", "cpu"))
 
 
-def device_affinities(X, graph, classes, mode, within_weight=None, *, neighbors="auto",
-                      metric="euclidean", labelled=None, device=DEVICE):
-    """A fit's graph built by the torch engine's primitives, and where its lists were
-    searched (the provider's plan)."""
-    from ctsne.affinities.graphs import FuzzyGraph, PerplexityGraph
-    from ctsne.affinities.modes import resolve_mode
-    from ctsne.checks import to_safe_scale
-    from ctsne.estimator.engine import TorchEngine
-
-    engine = TorchEngine(device, torch.float64)
-    if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
-        graph = PerplexityGraph(float(graph))
-    lists = engine.lists(to_safe_scale(X), classes, method=neighbors, metric=metric,
-                         random_state=None, n_jobs=None)
-    return (engine.affinities(resolve_mode(mode, within_weight), lists, graph, labelled),
-            lists.plan)
+def device_affinities(*args, **kwargs):
+    kwargs.setdefault("device", DEVICE)
+    return shared_device_affinities(*args, **kwargs)
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 torch = pytest.importorskip("torch", reason="the torch engine needs PyTorch "
                             "(pip install 'ctsne[gpu]'); .ci/run installs the CPU build")
 
+from conftest import device_affinities as shared_device_affinities  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.manifold import trustworthiness  # noqa: E402
 from sklearn.neighbors import NearestNeighbors  # noqa: E402
@@ -73,22 +74,9 @@ def test_the_fuzzy_graph_is_the_hosts(lists, local_connectivity, mix):
     np.testing.assert_allclose(G_d.data, G.data, rtol=1e-12)
 
 
-def device_affinities(X, graph, classes, mode, within_weight=None, *, neighbors="auto",
-                      metric="euclidean", labelled=None, device=DEVICE):
-    """A fit's graph built by the torch engine's primitives, and where its lists were
-    searched (the provider's plan)."""
-    from ctsne.affinities.graphs import FuzzyGraph, PerplexityGraph
-    from ctsne.affinities.modes import resolve_mode
-    from ctsne.checks import to_safe_scale
-    from ctsne.estimator.engine import TorchEngine
-
-    engine = TorchEngine(device, torch.float64)
-    if not isinstance(graph, (PerplexityGraph, FuzzyGraph)):
-        graph = PerplexityGraph(float(graph))
-    lists = engine.lists(to_safe_scale(X), classes, method=neighbors, metric=metric,
-                         random_state=None, n_jobs=None)
-    return (engine.affinities(resolve_mode(mode, within_weight), lists, graph, labelled),
-            lists.plan)
+def device_affinities(*args, **kwargs):
+    kwargs.setdefault("device", DEVICE)
+    return shared_device_affinities(*args, **kwargs)
 
 
 def test_device_graphs_are_the_modes_graphs():
