@@ -11,12 +11,8 @@ A process killed outright (SIGKILL, a power cut) cannot remove its temporary fil
 next write to the same target removes those of that target that have not changed for
 :data:`STALE_AFTER_S` (:func:`remove_stale`).
 
-:func:`interruption_point` marks the points where the test suite interrupts a command
-(test-only; it does nothing unless :data:`TEST_SIGINT_VARIABLE` is set).
-
-It sits below every stage because figures (:func:`ctsne.plotting.save_figure`) are
-written this way as well as the command line's tables and models
-(:mod:`ctsne.interfaces.files.writing`, which re-exports it).
+Figures are written this way as well as tables and models, hence a top-level module
+(:mod:`ctsne.interfaces.files.writing` re-exports it).
 """
 
 from __future__ import annotations
@@ -262,11 +258,8 @@ def _moved(final: str, inode: int | None) -> bool:
 
 def remove_unfinished() -> None:
     """Undo the files :func:`atomic_path` is writing now and those completed since the last
-    :func:`forget_finished` (for an abort that cannot unwind).
-
-    A temporary file is removed. A file already moved onto its final path is removed, or,
-    where it replaced an existing file, that file is put back: the user's files end as
-    they were before the command.
+    :func:`forget_finished` (for an abort that cannot unwind): the user's files end as
+    they were before the command (module note).
     """
     for tmp, final, backup, inode in list(_WRITING):
         if _moved(final, inode):

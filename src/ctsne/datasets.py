@@ -66,8 +66,7 @@ def make_synthetic(
     The defaults reproduce the paper's Figure 1 with seed 0: t-SNE shows the five
     clusters of dimensions 1–4 and only blurred traces of the four of dimensions 5–6,
     while ct-SNE with prior ``f14`` mixes the five and shows the four. Fixed centre
-    layouts keep that true across seeds: with random centres two clusters are often
-    nearly on top of each other.
+    layouts keep that true across seeds (random ones often overlap two clusters).
 
     Returns
     -------

@@ -39,102 +39,55 @@ def _embedding(adata, method: registry.Method, color, key_added: str, basis: str
     return sc.pl.embedding(adata, basis=basis, color=color, **kwargs)
 
 
+# the docstring of every plot, filled in from its registry.Method
+_PLOT_DOC = """Draw ``adata.obsm[key_added]``, by default the {m.conditional_title} map of
+:func:`ctsne.tl.{m.tool}`, with ``sc.pl.embedding``.
+
+Parameters
+----------
+adata : AnnData
+    With the embedding written by :func:`ctsne.tl.{m.tool}` (or any other map, named by
+    ``key_added`` or ``basis``).
+color : str or list of str, optional
+    ``obs`` columns or genes to colour by (scanpy's ``color``).
+key_added : str, default "{m.obsm_key}"
+    The ``obsm`` key the embedding was written to.
+basis : str, optional
+    scanpy's name for the same choice, in scanpy's forms: ``"{m.tool}"`` or
+    ``"{m.obsm_key}"``; give it or ``key_added``.
+**kwargs
+    Passed to ``sc.pl.embedding`` (``show``, ``ax``, ``title``, …).
+
+Returns
+-------
+What ``sc.pl.embedding`` returns (axes when ``show=False``).
+
+Examples
+--------
+>>> import scanpy as sc
+>>> import ctsne
+>>> adata = sc.datasets.pbmc68k_reduced()
+>>> ctsne.tl.{m.tool}(adata, prior="phase", random_state=0, {quick})
+>>> ax = ctsne.pl.{m.tool}(adata, color=["phase", "bulk_labels"], show=False)
+"""
+
+
 def ctsne(adata, color=None, key_added: str = _TSNE.obsm_key, *, basis: str | None = None,
           **kwargs):
-    """Draw ``adata.obsm[key_added]`` with ``sc.pl.embedding``.
-
-    Parameters
-    ----------
-    adata : AnnData
-        With the embedding written by :func:`ctsne.tl.ctsne` (or any other map, named by
-        ``key_added`` or ``basis``).
-    color : str or list of str, optional
-        ``obs`` columns or genes to colour by (scanpy's ``color``).
-    key_added : str, default "X_ctsne"
-        The ``obsm`` key the embedding was written to.
-    basis : str, optional
-        scanpy's name for the same choice, in scanpy's forms: ``"cumap"`` or
-        ``"X_cumap"``; give it or ``key_added``.
-    **kwargs
-        Passed to ``sc.pl.embedding`` (``show``, ``ax``, ``title``, …).
-
-    Returns
-    -------
-    What ``sc.pl.embedding`` returns (axes when ``show=False``).
-
-    Examples
-    --------
-    >>> import scanpy as sc
-    >>> import ctsne
-    >>> adata = sc.datasets.pbmc68k_reduced()
-    >>> ctsne.tl.ctsne(adata, prior="phase", random_state=0, n_iter=250)
-    >>> ax = ctsne.pl.ctsne(adata, color=["phase", "bulk_labels"], show=False)
-    """
     return _embedding(adata, _TSNE, color, key_added, basis, kwargs)
 
 
 def cumap(adata, color=None, key_added: str = _UMAP.obsm_key, *, basis: str | None = None,
           **kwargs):
-    """Draw the conditional UMAP map of :func:`ctsne.tl.cumap` with ``sc.pl.embedding``.
-
-    Parameters
-    ----------
-    adata : AnnData
-        With the embedding written by :func:`ctsne.tl.cumap`.
-    color : str or list of str, optional
-        ``obs`` columns or genes to colour by (scanpy's ``color``).
-    key_added : str, default "X_cumap"
-        The ``obsm`` key the embedding was written to.
-    basis : str, optional
-        scanpy's name for the same choice (``"cumap"`` or ``"X_cumap"``); give it or
-        ``key_added``.
-    **kwargs
-        Passed to ``sc.pl.embedding`` (``show``, ``ax``, ``title``, …).
-
-    Returns
-    -------
-    What ``sc.pl.embedding`` returns (axes when ``show=False``).
-
-    Examples
-    --------
-    >>> import scanpy as sc
-    >>> import ctsne
-    >>> adata = sc.datasets.pbmc68k_reduced()
-    >>> ctsne.tl.cumap(adata, prior="phase", random_state=0, n_epochs=200)
-    >>> ax = ctsne.pl.cumap(adata, color=["phase", "bulk_labels"], show=False)
-    """
     return _embedding(adata, _UMAP, color, key_added, basis, kwargs)
 
 
 def clargevis(adata, color=None, key_added: str = _LARGEVIS.obsm_key, *,
               basis: str | None = None, **kwargs):
-    """Draw the conditional LargeVis map of :func:`ctsne.tl.clargevis` with
-    ``sc.pl.embedding``.
-
-    Parameters
-    ----------
-    adata : AnnData
-        With the embedding written by :func:`ctsne.tl.clargevis`.
-    color : str or list of str, optional
-        ``obs`` columns or genes to colour by (scanpy's ``color``).
-    key_added : str, default "X_clargevis"
-        The ``obsm`` key the embedding was written to.
-    basis : str, optional
-        scanpy's name for the same choice (``"clargevis"`` or ``"X_clargevis"``); give it
-        or ``key_added``.
-    **kwargs
-        Passed to ``sc.pl.embedding`` (``show``, ``ax``, ``title``, …).
-
-    Returns
-    -------
-    What ``sc.pl.embedding`` returns (axes when ``show=False``).
-
-    Examples
-    --------
-    >>> import scanpy as sc
-    >>> import ctsne
-    >>> adata = sc.datasets.pbmc68k_reduced()
-    >>> ctsne.tl.clargevis(adata, prior="phase", random_state=0, n_epochs=200)
-    >>> ax = ctsne.pl.clargevis(adata, color=["phase", "bulk_labels"], show=False)
-    """
     return _embedding(adata, _LARGEVIS, color, key_added, basis, kwargs)
+
+
+for _plot, _method, _quick in ((ctsne, _TSNE, "n_iter=250"), (cumap, _UMAP, "n_epochs=200"),
+                               (clargevis, _LARGEVIS, "n_epochs=200")):
+    _plot.__doc__ = _PLOT_DOC.format(m=_method, quick=_quick)
+del _plot, _method, _quick

@@ -1,8 +1,6 @@
-"""scanpy-style tools: ``ctsne.tl.ctsne(adata, prior="batch")`` (conditional t-SNE),
-``ctsne.tl.cumap(adata, prior="batch")`` (conditional UMAP) and
-``ctsne.tl.clargevis(adata, prior="batch")`` (conditional LargeVis), one per method of
-:mod:`ctsne.estimator.registry` (which names each one's ``obsm`` key); anndata is
-imported lazily.
+"""scanpy-style tools, one per method of :mod:`ctsne.estimator.registry`:
+``ctsne.tl.ctsne(adata, prior="batch")`` (conditional t-SNE), :func:`cumap` (UMAP) and
+:func:`clargevis` (LargeVis); anndata is imported lazily.
 
 Which data is embedded (scanpy's rule for ``use_rep=None``, as in ``sc.tl.tsne``):
 
@@ -229,11 +227,8 @@ def ctsne(
 
     Notes
     -----
-    ``adata.uns[key_added]`` is JSON-serialisable: ``params`` (every estimator parameter,
-    plus prior, use_rep, layer, neighbors_key, the representation used), ``kl_divergence``,
-    ``alpha``, ``beta``, ``n_iter``, ``perplexity`` (the one used), ``timings``, and
-    ``prior_mixing`` / ``affinities`` summaries when the estimator provides them
-    (:func:`fit_record`).
+    ``adata.uns[key_added]`` is :func:`fit_record`'s JSON-serialisable record, its
+    ``params`` also holding prior, use_rep, layer, neighbors_key and the representation.
 
     Examples
     --------
@@ -292,116 +287,70 @@ def _graph_tool(adata, method: registry.Method, prior, use_rep, beta, key_added:
     return adata if copy else None
 
 
-def cumap(
-    adata,
-    prior: str | list[str] | None = None,
-    use_rep: str | None = None,
-    beta: float | None = None,
-    key_added: str = _UMAP.obsm_key,
-    copy: bool = False,
-    layer: str | None = None,
-    **estimator_kwargs,
-):
-    """Conditional UMAP of an AnnData, factoring out ``adata.obs`` columns.
+# the docstring of cumap and clargevis, filled in from their registry.Method
+_GRAPH_DOC = """{title} of an AnnData, factoring out ``adata.obs`` columns.
 
-    The same data selection and prior as :func:`ctsne`; the map is
-    :class:`ctsne.ConditionalUMAP`'s (UMAP's graph and curve, the repulsion re-weighted
-    by the prior's classes).
+The same data selection and prior as :func:`ctsne`; the map is
+:class:`ctsne.{m.class_name}`'s
+({how}, the repulsion re-weighted by the prior's classes).
 
-    Parameters
-    ----------
-    adata : AnnData
-    prior : str or list of str, optional
-        ``adata.obs`` column(s) to factor out. None: plain UMAP.
-    use_rep, layer, copy
-        As for :func:`ctsne`.
-    beta : float, optional
-        β'; None is :data:`~ctsne.prior.DEFAULT_BETA` unless ``alpha=`` is given.
-    key_added : str, default "X_cumap"
-        Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
-        :func:`ctsne.pl.cumap` or ``sc.pl.embedding(adata, basis=key_added)``).
-    **estimator_kwargs
-        Passed to :class:`ctsne.ConditionalUMAP` (n_neighbors, min_dist, random_state, …).
+Parameters
+----------
+adata : AnnData
+prior : str or list of str, optional
+    ``adata.obs`` column(s) to factor out. None: plain {m.title}.
+use_rep, layer, copy
+    As for :func:`ctsne`.
+beta : float, optional
+    β'; None is :data:`~ctsne.prior.DEFAULT_BETA` unless ``alpha=`` is given.
+key_added : str, default "{m.obsm_key}"
+    Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
+    :func:`ctsne.pl.{m.tool}` or ``sc.pl.embedding(adata, basis=key_added)``).
+**estimator_kwargs
+    Passed to :class:`ctsne.{m.class_name}` ({kwargs}, random_state, …).
 
-    Returns
-    -------
-    AnnData or None
-        The modified copy with ``copy=True``.
+Returns
+-------
+AnnData or None
+    With ``copy=True`` the modified copy, else None.
 
-    Notes
-    -----
-    ``adata.uns[key_added]`` is JSON-serialisable: ``params`` (every estimator parameter,
-    plus prior, use_rep, layer, the representation used), ``alpha``, ``beta``,
-    ``n_epochs``, ``a``, ``b``, ``affinities`` (the graph laid out: "standard" is UMAP's
-    fuzzy graph), ``timings`` and ``prior_mixing`` when there is a prior
-    (:func:`fit_record`).
+Notes
+-----
+As for :func:`ctsne`, without neighbors_key; ``affinities`` is {affinities}.
 
-    Examples
-    --------
-    >>> import scanpy as sc
-    >>> import ctsne
-    >>> adata = sc.datasets.pbmc68k_reduced()
-    >>> ctsne.tl.cumap(adata, prior="phase", random_state=0)
-    >>> adata.uns["X_cumap"]["method"]
-    'ConditionalUMAP'
-    >>> ax = ctsne.pl.cumap(adata, color="bulk_labels", show=False)
-    >>> ax = ctsne.pl.ctsne(adata, basis="cumap", color="phase", show=False)  # scanpy's name
-    """
+Examples
+--------
+>>> import scanpy as sc
+>>> import ctsne
+>>> adata = sc.datasets.pbmc68k_reduced()
+>>> ctsne.tl.{m.tool}(adata, prior="phase", random_state=0{fit_args})
+>>> adata.uns["{m.obsm_key}"]["method"]
+'{m.class_name}'
+>>> ax = ctsne.pl.{m.tool}(adata, color="bulk_labels", show=False)
+>>> ax = ctsne.pl.ctsne(adata, basis="{m.tool}", color="phase", show=False)  # scanpy's name
+"""
+
+
+def cumap(adata, prior: str | list[str] | None = None, use_rep: str | None = None,
+          beta: float | None = None, key_added: str = _UMAP.obsm_key, copy: bool = False,
+          layer: str | None = None, **estimator_kwargs):
     return _graph_tool(adata, _UMAP, prior, use_rep, beta, key_added, copy, layer,
                        estimator_kwargs)
 
 
-def clargevis(
-    adata,
-    prior: str | list[str] | None = None,
-    use_rep: str | None = None,
-    beta: float | None = None,
-    key_added: str = _LARGEVIS.obsm_key,
-    copy: bool = False,
-    layer: str | None = None,
-    **estimator_kwargs,
-):
-    """Conditional LargeVis of an AnnData, factoring out ``adata.obs`` columns.
-
-    The same data selection and prior as :func:`ctsne`; the map is
-    :class:`ctsne.ConditionalLargeVis`'s (t-SNE's P laid out by UMAP's sampled SGD with
-    the Student-t curve, the repulsion re-weighted by the prior's classes).
-
-    Parameters
-    ----------
-    adata : AnnData
-    prior : str or list of str, optional
-        ``adata.obs`` column(s) to factor out. None: plain LargeVis.
-    use_rep, layer, copy
-        As for :func:`ctsne`.
-    beta : float, optional
-        β'; None is :data:`~ctsne.prior.DEFAULT_BETA` unless ``alpha=`` is given.
-    key_added : str, default "X_clargevis"
-        Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
-        :func:`ctsne.pl.clargevis` or ``sc.pl.embedding(adata, basis=key_added)``).
-    **estimator_kwargs
-        Passed to :class:`ctsne.ConditionalLargeVis` (perplexity, n_epochs,
-        random_state, …).
-
-    Returns
-    -------
-    AnnData or None
-        The modified copy with ``copy=True``.
-
-    Notes
-    -----
-    ``adata.uns[key_added]`` holds what :func:`cumap`'s does (:func:`fit_record`), with
-    ``affinities`` the P laid out ("standard", "balanced" or "revised").
-
-    Examples
-    --------
-    >>> import scanpy as sc
-    >>> import ctsne
-    >>> adata = sc.datasets.pbmc68k_reduced()
-    >>> ctsne.tl.clargevis(adata, prior="phase", random_state=0, n_epochs=200)
-    >>> adata.uns["X_clargevis"]["method"]
-    'ConditionalLargeVis'
-    >>> ax = ctsne.pl.clargevis(adata, color="bulk_labels", show=False)
-    """
+def clargevis(adata, prior: str | list[str] | None = None, use_rep: str | None = None,
+              beta: float | None = None, key_added: str = _LARGEVIS.obsm_key, copy: bool = False,
+              layer: str | None = None, **estimator_kwargs):
     return _graph_tool(adata, _LARGEVIS, prior, use_rep, beta, key_added, copy, layer,
                        estimator_kwargs)
+
+
+cumap.__doc__ = _GRAPH_DOC.format(
+    m=_UMAP, title="Conditional UMAP", how="UMAP's graph and curve",
+    kwargs="n_neighbors, min_dist", fit_args="",
+    affinities="the graph laid out: \"standard\" is UMAP's fuzzy graph")
+clargevis.__doc__ = _GRAPH_DOC.format(
+    m=_LARGEVIS, title="Conditional LargeVis",
+    how="t-SNE's P laid out by UMAP's sampled SGD with the Student-t curve",
+    kwargs="perplexity, n_epochs", fit_args=", n_epochs=200",
+    affinities='the P laid out: "standard", "balanced" or "revised"')

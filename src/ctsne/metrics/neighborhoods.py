@@ -137,9 +137,8 @@ def laplacian_score(
     :math:`D^{1/2} f_l`, which equals :math:`f_l^\top L f_l / f_l^\top D f_l =
     \mathrm{cut}(l)/\mathrm{vol}(l)`: the share of the edge weight at label-:math:`l`
     points that leaves the label. Each quotient lies in [0, 1], so the score does too.
-    It is 0 exactly when no kNN edge joins two labels. When labels are assigned at random
-    an edge leaves label :math:`l` with probability about :math:`1 - n_l/n`, so the score
-    is about :math:`1 - \sum_l (n_l/n)^2`.
+    It is 0 exactly when no kNN edge joins two labels; at random an edge leaves label
+    :math:`l` with probability about :math:`1 - n_l/n`.
 
     Why this normalisation: the paper's :math:`f_l^\top D^{-1/2} L D^{-1/2} f_l` grows with
     :math:`n_l`, and dividing it by :math:`f_l^\top f_l` is not 0 for a homogeneous label

@@ -1,11 +1,9 @@
 """scIB-style scoring of an integrated map (Luecken et al. 2022): silhouettes, structure
 kept within each batch, and the overall 0.4·batch + 0.6·bio score.
 
-The overall score's axes are built from neighbourhood measures only (:class:`IntegrationScore`
-says which); the silhouettes are reported beside them. A silhouette compares mean
-distances across the whole map, and the distances between clusters of a t-SNE or UMAP map
-carry little meaning, while every measure on the two axes asks only what lies near each
-point.
+The overall score's axes use neighbourhood measures only (:class:`IntegrationScore`);
+the silhouettes, which compare distances across the whole map (little meaning between a
+t-SNE or UMAP map's clusters), are reported beside them.
 """
 
 from __future__ import annotations

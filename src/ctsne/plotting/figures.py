@@ -1,10 +1,8 @@
 """Figures of embeddings: colour and marker by labels, side-by-side panels, selections.
 
-matplotlib is imported inside the functions, so ``import ctsne.plotting`` is cheap.
-Figures are made without pyplot (so no display is needed) unless the caller has
-imported pyplot already, in which case they are pyplot figures that ``plt.show()``
-displays (:func:`~ctsne.plotting.canvas.new_figure`). Score curves and the scores of
-priors are in :mod:`~ctsne.plotting.scores`.
+matplotlib is imported inside the functions, and figures are made without pyplot unless
+the caller imported it (:func:`~ctsne.plotting.canvas.new_figure`). Score curves and the
+scores of priors are in :mod:`~ctsne.plotting.scores`.
 
 Large embeddings stay readable: above ``RASTERIZE_ABOVE`` points the markers shrink and
 are rasterized (vector files stay small); above ``DENSITY_ABOVE`` points, or with

@@ -8,18 +8,13 @@ to install when the engine is asked for. The stages it reuses from the numba eng
 named in each module; what runs on the device:
 
 - ``device.py``: which device and floating-point type a fit uses, checked before any work.
-- ``neighbors.py``: exact k nearest neighbours in blocks (``cdist``-style products and
-  ``topk``), whole data or restricted to classes; FAISS where it is installed.
+- ``neighbors.py``: exact k nearest neighbours in blocks, or FAISS where it is installed.
 - ``calibration.py``: the perplexity bisection, vectorised over rows.
 - ``fuzzy.py``: UMAP's memberships (σ, ρ by bisection over every row) and fuzzy union.
-- ``affinities.py``: the input graph of a graph family: the standard, label-balanced and
-  revised P, symmetrised on the device, or UMAP's fuzzy graph.
+- ``affinities.py``: the input graph: t-SNE's P (any mode) or UMAP's fuzzy graph.
 - ``attraction.py``: the attractive force as a sparse (CSR) matrix product.
-- ``repulsion.py``: the ct-SNE repulsion: exact in blocks, or FFT interpolation with every
-  class of every prior term in one batched FFT.
+- ``repulsion.py``: the ct-SNE repulsion: exact in blocks, or one batched FFT.
 - ``gradient.py``: the two composed, and KL(P‖R).
-- ``optimizer.py``: the descent's step primitives (momentum, gains, step cap) on the device,
-  run by the one descent loop of :mod:`ctsne.optimization.optimizer`.
-- ``layout.py``: UMAP's and LargeVis's SGD epochs, edges and class-stratified negatives
-  as tensors.
+- ``optimizer.py``: the descent's step primitives, for :mod:`ctsne.optimization.optimizer`.
+- ``layout.py``: UMAP's and LargeVis's SGD epochs as tensors.
 """

@@ -1,27 +1,13 @@
 """A fit's input graph on the device: t-SNE's P (standard, label-balanced, revised) or
 UMAP's fuzzy graph, built by the affinity modes themselves.
 
-A mode of :mod:`ctsne.affinities.modes` builds its graph from a lists provider and a graph
-family; here the provider is :class:`~ctsne.torch_engine.neighbors.DeviceLists` (the
-lists as device tensors) and the families are :class:`DevicePerplexityGraph` and
-:class:`DeviceFuzzyGraph`, whose steps (calibration by
-:mod:`ctsne.torch_engine.calibration` or :mod:`ctsne.torch_engine.fuzzy`, the blocks'
-weights, ``P = (C + Cᵀ) / 2n`` or the fuzzy union by a sparse coalesce) run on the device.
-Every rule is the modes' own, written once: ``"auto"`` reads the device table's
-cross-class sums (summed on the device, summarised by
-:func:`ctsne.affinities.mixing.mixing_from_sums`) and, where it must, the counterpart trust
-(:func:`ctsne.affinities.counterpart.counterpart_trust`, a statistic of a few thousand
-sampled points, on the host), then switches as the numba engine does. From the same
-lists both engines give the same graph; the device's search is exact up to
-:data:`~ctsne.torch_engine.neighbors.DEVICE_EXACT_UP_TO`, the numba engine's only up to
-its own threshold (``neighbors="auto"``, :doc:`/engines`), so between the two the lists,
-and with them P and "auto"'s choice, may differ as exact and approximate lists do. The
-sums are the host's in another order: equal to rounding. What reaches the host is the
-finished graph (the estimator's ``P_`` or ``graph_``) and per-class and per-row sums.
-Where the search plan is "host" or "faiss" (:func:`ctsne.torch_engine.neighbors.search_plan`:
-above the device's exact search, or a metric other than Euclidean), the standard lists
-come from that search and the by-class lists from the numba engine's searches, request by
-request (:class:`~ctsne.torch_engine.neighbors.DeviceLists`); the graph is built here.
+A mode of :mod:`ctsne.affinities.modes` builds its graph from a lists provider
+(:class:`~ctsne.torch_engine.neighbors.DeviceLists`) and a graph family
+(:class:`DevicePerplexityGraph`, :class:`DeviceFuzzyGraph`), whose steps run on the device.
+Every rule, ``"auto"``'s included, is the modes' own, so from the same lists both engines
+give the same graph, its sums equal to rounding; the lists may differ where one engine's
+search is exact and the other's approximate (:doc:`/engines`). What reaches the host is
+the finished graph (``P_`` or ``graph_``) and per-class and per-row sums.
 """
 
 from __future__ import annotations
@@ -72,8 +58,7 @@ def to_scipy(P) -> sp.csr_matrix:
 
     Coalescing sorts the entries by row, then column, and merges duplicates, so the CSR
     arrays are formed on the device (the row pointer from the row counts) and copied as
-    they are: a host-side COO-to-CSR conversion of 3·10⁸ entries took 15.6 s of a 10⁶-point
-    fit on an H100.
+    they are: a host-side COO-to-CSR conversion is slow at this size.
     """
     torch = load_torch()
     n = P.shape[0]

@@ -1,12 +1,8 @@
 """Perplexity calibration on the device: the numba engine's search, over all rows at once.
 
-The same steps as :func:`ctsne.affinities.calibration.calibrate_row`, each a tensor
-operation over the rows still searching: distances divided by the row's largest,
-squared, shifted by the row's smallest; the same starting precision; Newton's step on
-the precision where it stays inside the bracket, else the bracket's doubling or
-halving; a row stops at the first step within ``tol`` (the same constants), so each row
-ends where the numba engine's does. Always float64: the precisions span many orders of
-magnitude and P must match the numba engine's to 1e-6.
+The steps and constants of :func:`ctsne.affinities.calibration.calibrate_row`, each a
+tensor operation over the rows still searching, so each row ends where the numba engine's
+does. Always float64: the precisions span many orders of magnitude.
 
 Rows may carry their own perplexity and a mask of valid entries (the label-balanced P
 calibrates each block of a row over its filled slots at a perplexity scaled to them).

@@ -1,13 +1,8 @@
 """UMAP's fuzzy graph on the device: σ and ρ per row, memberships, their fuzzy union.
 
-The definitions are the numba engine's (:mod:`ctsne.affinities.fuzzy`): ρ_i the distance
-to the ``local_connectivity``-th nearest distinct neighbour, σ_i by bisection so that the
-row's memberships ``exp(−max(0, d_ij − ρ_i)/σ_i)`` sum to ``log₂(n_neighbors)``, kept above
-:data:`~ctsne.affinities.fuzzy.MIN_SIGMA_SCALE` times the row's mean distance, then
-``mix·(A + Aᵀ − A∘Aᵀ) + (1 − mix)·A∘Aᵀ``. Every row is bisected at once, the rows that
-have converged held where they are; the union finds each entry's mirror by a sorted
-search of the entry keys ``i·n + j``, so that an entry and its mirror are computed from
-the same two numbers and the graph is exactly symmetric, as the host's is.
+The definitions are the numba engine's (:mod:`ctsne.affinities.fuzzy`). Every row is
+bisected at once; the union finds each entry's mirror by a sorted search of the keys
+``i·n + j``, so that the graph is exactly symmetric, as the host's is.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """UMAP's and LargeVis's SGD on the device: an epoch's edges and negatives as tensors.
 
-The objective, the edge schedule (edge e due every ``epochs_per_sample[e]`` epochs, with
-``negative_sample_rate`` negatives per due sample), the step coefficients, the clip at
-±:data:`~ctsne.optimization.sgd.GRADIENT_CLIP` and the linear decay of the learning rate
-are the numba engine's (:func:`ctsne.optimization.sgd.optimize_layout`); so are the
-negatives, drawn by class from the prior's :class:`~ctsne.optimization.negatives.
-NegativeSampler` with the source row's weight. What differs is the order within an
-epoch: the numba engine moves a head step after step over its own edges, here an epoch
-runs in two synchronous passes, as a GPU's thousands of edges at once would see one
-another anyway. The first computes every due edge's attraction from the epoch's start and
-sums the steps per point (a head's, and a tail's opposite ones); the second computes the
-negatives' repulsions from the map so moved. Reading the negatives before the attractions
-land instead cost 0.005–0.013 of 15-NN preservation on digits; with the two passes the
-maps' trustworthiness and 15-NN preservation stay within 0.005 of the numba engine's
-there, and ``tests/test_torch_layout.py`` checks them against it.
+The objective, edge schedule, step coefficients, clip, learning-rate decay and
+class-stratified negatives are the numba engine's
+(:func:`ctsne.optimization.sgd.optimize_layout`). What differs is the order within an
+epoch: two synchronous passes instead of step after step. The first sums every due edge's
+attraction from the epoch's start; the second computes the negatives' repulsions from the
+map so moved (reading them before the attractions land loses neighbourhood preservation).
 
 Random numbers come from one ``torch.Generator`` seeded by the fit, drawn in a fixed
 order; the sums run through ``index_add_``, which is deterministic on the CPU and, with

@@ -8,10 +8,8 @@ in float64 (the numba engine's scikit-learn search) unless two distances agree t
 working type's rounding, so the P built from them matches the numba engine's P.
 
 Which search a fit uses (:func:`search_plan`): exact on the device up to
-:data:`DEVICE_EXACT_UP_TO` points, above it FAISS's IVF index where ``faiss`` imports
-(on its GPUs where it has them), else the numba engine's search on the host
-(:func:`ctsne.neighbors.search.nearest_neighbors`: pynndescent), whose lists are then
-moved to the device.
+:data:`DEVICE_EXACT_UP_TO` points, above it FAISS's IVF index where ``faiss`` imports,
+else the numba engine's host search (:func:`ctsne.neighbors.search.nearest_neighbors`).
 
 Lists restricted to classes (the label-balanced P) use the same exact blocks on each
 class's rows; empty slots (a class smaller than k) hold the point itself with distance

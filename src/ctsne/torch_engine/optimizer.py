@@ -1,12 +1,8 @@
 """The descent's step on the device: the numba optimiser's rule as tensor operations.
 
 :class:`TorchSteps` offers :func:`ctsne.optimization.optimizer.gradient_descent` (the one
-descent loop) its primitives on device tensors: each gain grows by ``GAIN_GROWTH`` where
-the gradient turned against the last step and shrinks by ``GAIN_DECAY`` elsewhere (never
-below ``min_gain``), the update is ``momentum·update − learning_rate·gain·gradient``, each
-point's step is capped at ``max_step_norm``, the map is re-centred, and a map shrunk
-below ``SCALE_FLOOR`` is scaled back by a power of two with its momentum. Same
-constants, same schedule as the host's :class:`~ctsne.optimization.optimizer.HostSteps`.
+descent loop) its primitives on device tensors, with the rule, constants and schedule of
+the host's :class:`~ctsne.optimization.optimizer.HostSteps`.
 
 The embedding and the state stay on the device during a run; the caller's arrays
 (``Y``, ``state.update``, ``state.gains``) are written back at its end, so a fit can be

@@ -8,17 +8,12 @@ terms (:meth:`ctsne.prior.Prior.terms`); each term's classes (the all-points ter
     Σ_j w_ij t_ij² (y_i − y_j) = Σ_terms coef · F_i(group of i),
     S = Σ_terms coef · Σ_groups Z(group).
 
-**FFT** (:class:`FFTRepulsion`, d ≤ 2). The numba engine's interpolation scheme
-(:mod:`ctsne.forces.repulsion.fft`), with its grid rule (:func:`~ctsne.forces.repulsion.fft.
-grid_shape`) per group: every group gets its own bounding box, node spacing and stencils
-(the p nearest nodes of a point, Lagrange weights), so a group's result equals
+**FFT** (:class:`FFTRepulsion`, d ≤ 2). The numba engine's interpolation scheme and grid
+rule (:mod:`ctsne.forces.repulsion.fft`) per group, so a group's result equals
 ``repulsion_fft`` of that group alone up to rounding. What differs is the batching: all
-groups' charges lie in one ``(groups, 2M₀[, 2M₁])`` tensor padded to the largest group's
-circulant size, spread by one ``index_add_`` per term, transformed by one batched
-``torch.fft.rfftn``, multiplied by the kernel spectra (one per distinct node spacing,
-cached) and transformed back by one batched ``irfftn``; the forces are gathered by one
-indexed read per term. ``Z`` comes from the charge spectra (Parseval), less the
-self-pairs as interpolated. No Python loop runs over classes.
+groups' charges lie in one tensor padded to the largest group's circulant size, spread by
+one ``index_add_`` per term and transformed by one batched FFT each way; no Python loop
+runs over classes.
 
 **Exact** (:func:`exact_repulsion`): ``w_ij t_ij² (y_i − y_j)`` summed over all pairs in
 blocks of rows, any d; the reference and the small-n path.

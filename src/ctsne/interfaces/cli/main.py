@@ -16,11 +16,9 @@ Exit codes: 0 success; 2 a usage or data error (one line on stderr, nothing writ
 130 interrupted (Ctrl-C). An embedding interrupted during the optimisation is still
 written, marked partial, and the command exits with 130.
 
-Only argparse and the table of methods (:mod:`ctsne.estimator.registry`) are imported at
-start-up, so ``ctsne --help`` is quick; the library loads
-when a command runs (or when a command's help states the library's defaults). Options
-that the library has a default for are None unless the user sets them: only the options
-set are passed on, so each default is written in the library alone (:mod:`.defaults`).
+Only argparse and :mod:`ctsne.estimator.registry` are imported at start-up, so ``ctsne
+--help`` is quick. Options with a library default are None unless set, and only those set
+are passed on, so each default is written in the library alone (:mod:`.defaults`).
 """
 
 from __future__ import annotations

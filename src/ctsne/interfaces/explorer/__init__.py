@@ -106,9 +106,8 @@ def explore(X, data=None, prior: str | Sequence[str] | None = None, *,
     open_browser : bool
     backend : {"auto", "webgl", "canvas"}
         How the browser draws the maps: WebGL (fast with a GPU) or the 2-D canvas (faster
-        where WebGL falls back to software rendering, as in headless browsers). "auto"
-        starts with the canvas and switches to WebGL where the browser reports a
-        hardware WebGL renderer; the page has a switch either way.
+        with software rendering). "auto" switches to WebGL on a hardware WebGL renderer;
+        the page has a switch either way.
     max_points : int
         Above this many points the browser draws a fixed random subsample; box and lasso
         selections still take every point inside (computed here from their outline).

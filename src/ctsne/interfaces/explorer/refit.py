@@ -122,8 +122,7 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
     -------
     ConditionalTSNE
         Fitted: ``embedding_``, ``kl_divergence_``, ``P_`` (the same object as
-        ``base.P_`` or the balanced P of a separating prior); a callback that returns True
-        ends the run early.
+        ``base.P_`` or the balanced P of a separating prior).
     """
     from ...estimator.tsne import ConditionalTSNE
     from ...estimator.validation import check_X

@@ -7,11 +7,9 @@ and describe the points, and can be priors. ``embed``, ``rank``, ``score --scib`
 * ``--features COL …`` names the features exactly (shell patterns such as ``x*`` match
   the columns that are not ids, priors, ``--exclude`` or ``--labels`` columns; a plain
   name is taken as given, a prior too). Text ones are one-hot encoded.
-* Otherwise every numeric column is a feature, whatever its values: whole numbers,
-  0/1, counts and Likert scores keep their columns. A numeric column that is a class
-  code (a digit, a cluster id) is moved to the labels with ``--labels COL``; no guess
-  does it, since a rule by the number of distinct values also takes binary pixels,
-  counts and ratings for labels and drops them from the map without a word.
+* Otherwise every numeric column is a feature, whatever its values. A numeric class
+  code (a digit, a cluster id) becomes a label with ``--labels COL``; no guess does it,
+  since one by the number of distinct values would drop binary pixels, counts and ratings.
 * Text columns (strings, categories, booleans as the readers give them) are labels.
   A text column whose cells are numbers except a few (a typo, a unit, a decimal comma)
   stays a feature, so that the feature checks name those cells instead of it vanishing
@@ -20,8 +18,7 @@ and describe the points, and can be priors. ``embed``, ``rank``, ``score --scib`
   chooses among its columns), the other arrays (an AnnData's ``obs``) the labels.
 * Rows for a saved model (``embed --resume``, ``--reference``): the model's own feature
   columns (its ``feature_names_in_``, one-hot ``column=level`` names read as their
-  column), so that a model keeps the features it was fitted on, also one saved before
-  this rule, when text columns were one-hot encoded by default.
+  column), so that a model keeps the features it was fitted on.
 
 The caller prints :attr:`ColumnRoles.note`, one line saying what was decided and how to
 change it.

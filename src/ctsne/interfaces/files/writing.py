@@ -103,8 +103,7 @@ def write_embedding(path: str | os.PathLike, Y: np.ndarray, ids: np.ndarray,
     embedding only (rows in input order; use .npz to keep ids). ``.h5ad``: the input
     AnnData (``adata``, restricted to the embedded rows) or a new one holding
     ``features``, with the embedding in ``obsm[key]`` and ``record`` in ``uns[key]``,
-    replacing what the input held there: a record left from an earlier map would
-    describe another map than the one beside it.
+    replacing what the input held there.
 
     Parameters
     ----------
