@@ -255,7 +255,6 @@ def layout(size: str, repeats: int = 2) -> list[dict]:
     from umap.layouts import optimize_layout_euclidean
 
     from ctsne import ConditionalUMAP
-    from ctsne.estimator.umap import class_weights
     from ctsne.optimization.negatives import NegativeSampler
     from ctsne.optimization.sgd import epochs_per_sample, optimize_layout
 
@@ -267,7 +266,7 @@ def layout(size: str, repeats: int = 2) -> list[dict]:
     eps = epochs_per_sample(G.data, 200)
     keep = eps > 0
     head, tail, eps = G.row[keep].astype(np.int32), G.col[keep].astype(np.int32), eps[keep]
-    joint, W = class_weights(model.prior_)
+    joint, W = model.prior_.group_weights()
     sampler = NegativeSampler.from_classes(joint, W)
     a, b = model.a_, model.b_
     start = np.random.default_rng(1).normal(size=(n, 2)) * 10

@@ -1,13 +1,12 @@
-"""A batch that holds only some cell types (issue 50): known to merge them today.
+"""A batch that holds only some cell types: kept apart by shared-state conditioning.
 
 The design of issue 50: batch A holds type 1 only, batch B both types, batch C type 2
 only; each batch shifted. A map that factors the batch out without over-correcting puts
 each point's cross-batch neighbours in its own type (agreement near 1, as Harmony → t-SNE
 does) while A's and B's type-1 cells still mix. ct-SNE's default does not: with β' = 0.01
 two points of different batches do not repel, so A's type-1 cells spread over C's type-2
-cells (agreement ~0.6 on this set). The test states the target and is expected to fail
-until the repulsion is fixed (docs/priors.rst, "When a batch holds only some cell types";
-REPORT.md §13); strict, so that a fix shows up as an unexpected pass.
+cells (agreement ~0.6 on this set). The default's shared-state weights (β' only between
+batches in the same state) keep them apart.
 """
 
 import numpy as np
@@ -29,12 +28,15 @@ def _confounded(rng, per=150, d=10):
     return X, batch, label
 
 
-@pytest.mark.xfail(strict=True, reason="issue 50: ct-SNE lays a type only one batch holds "
-                   "over another batch's types")
 def test_the_default_keeps_types_apart_that_only_one_batch_holds():
     X, batch, label = _confounded(np.random.default_rng(0))
-    Y = ConditionalTSNE(random_state=0, n_jobs=1, method="exact").fit_transform(X, batch)
+    model = ConditionalTSNE(random_state=0, n_jobs=1, method="exact")
+    Y = model.fit_transform(X, batch)
+    assert model.conditioning_ == "states"
     assert cross_class_agreement(Y, batch, label).agreement >= 0.95
+    # the paper's weights, one argument away, lay A's type-1 cells over C's type-2 cells
+    paper = model.set_params(conditioning="classes").fit_transform(X, batch)
+    assert cross_class_agreement(paper, batch, label).agreement < 0.9
 
 
 def test_a_map_that_mixes_only_within_types_passes_the_check():

@@ -43,7 +43,7 @@ HEAVY = ("numba", "sklearn", "scipy")
 # outside the order.
 STAGES = {
     "ctsne._parallel": 0, "ctsne._progress": 0, "ctsne._output": 0, "ctsne.checks": 0,
-    "ctsne.prior": 0, "ctsne.tuning": 0,
+    "ctsne.prior": 0, "ctsne.shared_states": 0, "ctsne.tuning": 0,
     "ctsne.neighbors": 1,
     "ctsne.affinities": 2,
     "ctsne.forces": 3,

@@ -291,25 +291,40 @@ def test_smallest_in_rows_by_hand():
 
 def test_the_fixed_part_matches_the_kernel():
     from ctsne.forces import gradient
+    from ctsne.prior import Prior
+    from ctsne.shared_states import with_states
 
     _, idx, dist = _lists(300, 30, 4)
     P = symmetry.symmetrize(idx, calibration.calibrate(dist, 10.0))
     P.data[::17] = 0.0  # explicit zeros are skipped by both
     rng = np.random.default_rng(5)
-    for m in (0, 1, 2):
-        codes = rng.integers(0, 3, size=(m, 300))
-        alphas, betas = rng.uniform(1, 3, m), rng.uniform(0.01, 0.1, m)
-        args = (P.indptr, P.indices, P.data, codes, alphas, betas)
+    for m in (0, 1, 2, "states"):
+        cols = 1 if m == "states" else m
+        codes = rng.integers(0, 3, size=(cols, 300))
+        alphas, betas = rng.uniform(1, 3, cols), rng.uniform(0.01, 0.1, cols)
+        prior = Prior(codes=list(codes), classes=[np.arange(3)] * cols, alphas=alphas,
+                      betas=betas)
+        states = rng.integers(0, 4, 300)
+        if m == "states":
+            prior = with_states(prior, states)
+        terms = prior.terms() if cols else []
+        T = np.stack([np.zeros(300, dtype=np.int64) if t.codes is None else t.codes
+                      for t in terms]) if terms else np.zeros((1, 300), dtype=np.int64)
+        coefs = np.array([t.coef for t in terms]) if terms else np.ones(1)
+        args = (P.indptr, P.indices, P.data, T, coefs)
         a, b = np.empty(300), np.empty(300)
         gradient._fixed_part(*args, a, bounds=[0, 100, 300])  # in two parts
         gradient._fixed_part.numpy(*args, b)
         np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-18)
-        # independently: Σ_j p_ij (log p_ij − Σ_c log w_c(i, j)) per row, dense
+        # independently: Σ_j p_ij (log p_ij − log w_ij) per row, dense, w by its definition
         D = P.toarray()
         W = np.ones_like(D)
-        for c in range(m):
+        for c in range(cols):
             same = codes[c][:, None] == codes[c][None, :]
             W *= np.where(same, alphas[c], betas[c])
+        if m == "states":  # different classes in different states: full weight
+            W = np.where((codes[0][:, None] != codes[0][None, :])
+                         & (states[:, None] != states[None, :]), 1.0, W)
         ref = np.sum(np.where(D > 0, D * (np.log(np.where(D > 0, D, 1.0)) - np.log(W)), 0.0),
                      axis=1)
         np.testing.assert_allclose(b, ref, rtol=1e-10, atol=1e-15)

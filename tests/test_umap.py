@@ -25,7 +25,7 @@ from sklearn.manifold import trustworthiness
 from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
 
 from ctsne.estimator.largevis import ConditionalLargeVis
-from ctsne.estimator.umap import ConditionalUMAP, class_weights
+from ctsne.estimator.umap import ConditionalUMAP
 from ctsne.estimator.umap_parameters import (
     LARGEVIS_PARAMETERS,
     UMAP_PARAMETERS,
@@ -130,7 +130,7 @@ def test_class_weights_are_the_priors_pair_weights():
     labels = [rng.integers(3, size=300), rng.integers(2, size=300)]
     for combine in ("joint", "product"):
         prior = make_prior(labels, 300, beta=0.1, combine=combine)
-        joint, W = class_weights(prior)
+        joint, W = prior.group_weights()
         np.testing.assert_allclose(W[joint][:, joint], prior.pair_weights(np.arange(300)),
                                    rtol=1e-15)
 

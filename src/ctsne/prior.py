@@ -81,6 +81,22 @@ class Prior:
             w = np.ones((len(rows), n_cols))
         return w
 
+    def group_weights(self, sources: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The points' groups (joint classes, 0..G−1) and the groups' weight table.
+
+        ``sources``: one code array per column (r,) for other points (−1, a label unseen
+        in training, matches no class); ``W`` is then (r, G): their weights against each
+        group (the SGD layouts' negatives of new points). Default: the groups' own (G, G).
+        """
+        joint = self.joint_codes()
+        first = np.unique(joint, return_index=True)[1]  # a point of each group
+        if sources is None:
+            sources = [c[first] for c in self.codes]
+        W = np.ones((len(sources[0]), len(first)))
+        for src, codes, a, b in zip(sources, self.codes, self.alphas, self.betas, strict=True):
+            W *= np.where(np.asarray(src)[:, None] == codes[first][None, :], a, b)
+        return joint, W
+
     def missing_mask(self) -> np.ndarray:
         """True for the points whose label is missing in some column (``missing="class"``
         puts them in a class of their own)."""

@@ -31,9 +31,11 @@ from ..affinities.modes import (
     Affinities,
     AffinityMode,
     Precomputed,
+    Standard,
     resolve_mode,
     warn_if_separated,
 )
+from ..affinities.options import mode_name
 from ..checks import check_spread, to_safe_scale
 from ..prior import Prior, make_prior
 from .engine import Engine, choose_engine
@@ -118,7 +120,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         return cached[1]
 
     # ------------------------------------------------------------------ the fit
-    def fit(self, X, y=None, *, prior=None, knn=None):
+    def fit(self, X, y=None, *, prior=None, knn=None, states=None):
         """Embed ``X`` factoring out the prior (``y``, or ``prior`` by keyword); see
         :meth:`fit_transform`.
 
@@ -126,11 +128,11 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         -------
         self
         """
-        self.fit_transform(X, y, prior=prior, knn=knn)
+        self.fit_transform(X, y, prior=prior, knn=knn, states=states)
         return self
 
     @document_prior
-    def fit_transform(self, X, y=None, *, prior=None, knn=None) -> np.ndarray:
+    def fit_transform(self, X, y=None, *, prior=None, knn=None, states=None) -> np.ndarray:
         """Embed ``X`` (n, p) factoring out the prior and return the embedding.
 
         Parameters
@@ -144,6 +146,11 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
             graph is t-SNE's P (ConditionalTSNE, ConditionalLargeVis): P is calibrated on
             them instead of searching. With k < 3·perplexity the perplexity is lowered
             to k/3, with a warning; ``perplexity_`` holds the value used.
+        states : labels (n,), optional
+            Each point's state (e.g. its cell type) for shared-state conditioning: the
+            prior is removed only between points of the same state
+            (:mod:`ctsne.shared_states`); given, they replace the states the fit would
+            estimate (``conditioning="states"`` is then implied).
 
         Returns
         -------
@@ -158,17 +165,78 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         mode = None if knn is None else self._given_lists(knn, n)
         self.__dict__.pop("input_provenance_", None)  # it described the previous data
         classes = self._encode_prior(prior, n)  # refuses β' out of range, before the search
+        given_states = self._check_states(states, n, classes)
         self._set_input(X)
         start = self._prepare(X, classes)
         with threads(self.n_jobs):
+            aligned = self._condition(X, classes, given_states)
+            if aligned is not None and mode is None and mode_name(self.affinities) == "auto":
+                # shared states: the standard graph of the space where the classes are
+                # aligned (a balanced graph links every point, a type one class holds
+                # alone included, to the other classes)
+                X_graph, mode = aligned, Standard()
+            else:
+                X_graph = X
             t0 = time.perf_counter()
             # the user's call to fit (through fit_transform)
-            built = self._build_affinities(to_safe_scale(X), self._search_classes(classes),
-                                           self._graph(), random_state=self._search_seed(start),
-                                           mode=mode, engine=engine, stacklevel=4)
+            built = self._build_affinities(to_safe_scale(X_graph),
+                                           self._search_classes(classes), self._graph(),
+                                           random_state=self._search_seed(start), mode=mode,
+                                           engine=engine, stacklevel=4)
             self._keep_affinities(built, time.perf_counter() - t0)
             self._embed(X, classes, start)
         return self.embedding_
+
+    # ------------------------------------------------------------------ conditioning
+    def _check_states(self, states, n: int, classes) -> np.ndarray | None:
+        """Given states as an array (n,), refused where they cannot apply."""
+        if states is None:
+            return None
+        if self.prior_ is None:
+            raise ValueError("states= are the states shared-state conditioning removes the "
+                             "prior within; give a prior too (prior=...)")
+        states = np.asarray(states)
+        if states.shape != (n,):
+            raise ValueError(f"states has shape {states.shape}; give one state per row of X, "
+                             f"({n},)")
+        if len(self.prior_.codes) != 1:
+            raise ValueError("states= apply to one prior column; combine several priors into "
+                             "joint classes (combine='joint')")
+        return states
+
+    def _condition(self, X: np.ndarray, classes: np.ndarray | None, given):
+        """The prior's pair weights by ``conditioning``: the paper's, or shared-state
+        weights (:mod:`ctsne.estimator.states`); sets ``conditioning_``, ``states_`` and
+        ``shared_states_`` and says on stderr what was chosen when verbose. Returns the
+        space where the classes are aligned where shared states were chosen, else None."""
+        from ..shared_states import shared_state_table, with_states
+        from .states import choose_conditioning, estimate_states
+
+        self.conditioning_, self.states_, self.shared_states_ = "classes", None, None
+        mode = self.conditioning if given is None else "states"
+        if classes is None or mode == "classes" or self.prior_ is None:
+            return None
+        if len(self.prior_.codes) != 1:
+            if mode == "states":
+                raise ValueError("conditioning='states' takes one prior column; combine "
+                                 "several priors into joint classes (combine='joint')")
+            return None  # "auto": a product of priors keeps the paper's weights
+        t0 = time.perf_counter()
+        states, aligned = estimate_states(X, classes, random_state=self.random_state,
+                                          given=given)
+        shared = with_states(self.prior_, states)
+        table = shared_state_table(shared)
+        reason = "as asked (conditioning='states')" if mode == "states" else ""
+        if mode == "auto":
+            mode, reason = choose_conditioning(table)
+        if self.verbose:
+            print(f"ctsne: conditioning {mode}: {shared.n_states} states, {reason} "
+                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+        if mode != "states":
+            return None
+        self.prior_ = shared
+        self.conditioning_, self.states_, self.shared_states_ = mode, shared.states, table
+        return aligned
 
     # the method's steps of the fit
     def _check_fit(self, n: int) -> Engine:  # pragma: no cover
@@ -205,7 +273,6 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
     def _given_lists(self, knn, n: int) -> Precomputed:
         """The mode of ``fit(..., knn=...)``, refused where the method's graph or the
         ``affinities`` parameter cannot use given lists."""
-        from ..affinities.options import mode_name
         from ..affinities.precomputed import check_knn
 
         if "precomputed" not in self._graph().supports:

@@ -60,7 +60,8 @@ class ConditionalLargeVis(GraphEmbedding):
                  missing: str = "class", n_epochs: int | None = None,
                  learning_rate: float = 1.0, negative_sample_rate: int = 5,
                  repulsion_strength: float = 7.0, init="spectral", affinities: str = "auto",
-                 within_weight: float | None = None, neighbors: str = "auto",
+                 within_weight: float | None = None, conditioning: str = "auto",
+                 neighbors: str = "auto",
                  metric: str = "euclidean", random_state=None, n_jobs: int | None = None,
                  verbose: bool = False, callbacks=None,
                  callbacks_every_iters: int = 50, backend: str = "numba",
@@ -78,6 +79,7 @@ class ConditionalLargeVis(GraphEmbedding):
         self.init = init
         self.affinities = affinities
         self.within_weight = within_weight
+        self.conditioning = conditioning
         self.neighbors = neighbors
         self.metric = metric
         self.random_state = random_state

@@ -241,6 +241,18 @@ PARAMETERS: dict[str, Parameter] = {
         f"default {default_within_weight('revised')}. Ignored otherwise.",
         resolve=_resolve_within_weight,
         checked_later="check_affinity_params, with affinities (a rule of check_params)"),
+    "conditioning": Parameter(
+        "auto", '{"auto", "classes", "states"}',
+        "How the prior's pair weights are set. \"classes\": the paper's, α' within a "
+        "class and β' across. \"states\": β' only between classes in the same state (a "
+        "cell type or cluster, estimated inside the fit in a space where the classes are "
+        "aligned, or given to ``fit(..., states=...)``), full weight between different "
+        "states (:mod:`ctsne.shared_states`), so that a state only some classes hold is not "
+        "laid over the others' states. \"auto\": \"states\" where some state is held by "
+        "only some classes, else \"classes\" "
+        "(:func:`ctsne.estimator.states.choose_conditioning`); ``conditioning_`` says which.",
+        lambda v: v in ("classes", "states", "auto"),
+        "conditioning must be 'auto', 'classes' or 'states', got {value!r}"),
     "max_step_norm": Parameter(
         5.0, "float or None", "Cap on each point's step length per iteration (≤ 0: none).",
         lambda v: v is None or (isinstance(v, numbers.Real) and not np.isnan(v)),

@@ -109,6 +109,7 @@ class ConditionalTSNE(ConditionalEmbedding):
         metric: str = "euclidean",
         affinities: str = "auto",
         within_weight: float | None = None,
+        conditioning: str = "auto",
         max_step_norm: float | None = 5.0,
         random_state=None,
         n_jobs: int | None = None,
@@ -137,6 +138,7 @@ class ConditionalTSNE(ConditionalEmbedding):
         self.metric = metric
         self.affinities = affinities
         self.within_weight = within_weight
+        self.conditioning = conditioning
         self.max_step_norm = max_step_norm
         self.random_state = random_state
         self.n_jobs = n_jobs

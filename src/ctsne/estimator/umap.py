@@ -44,14 +44,13 @@ from ..neighbors.search import is_exact_search
 from ..optimization.negatives import NegativeSampler
 from ..optimization.sgd import edge_keys, epochs_per_sample
 from ..optimization.spectral import pca_init, spectral_init
-from ..prior import Prior
 from .base import ConditionalEmbedding, callback_list
 from .parameters import with_parameters
 from .placement import encode_new_prior, reference_neighbors
 from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs
 from .validation import threads
 
-__all__ = ["ConditionalUMAP", "GraphEmbedding", "class_weights"]
+__all__ = ["ConditionalUMAP", "GraphEmbedding"]
 
 # Epochs of transform(): a third of the fit's, as umap-learn's transform, but at least
 # this many (a fit of 50 epochs would otherwise place points in 16).
@@ -64,37 +63,6 @@ TRANSFORM_LR_SHARE = 0.25
 BOX = 10.0
 # Seeds drawn from random_state lie below this (pynndescent takes an int32 seed).
 _SEED_HIGH = 2**31 - 1
-
-
-def class_weights(prior: Prior, sources: list[np.ndarray] | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """The joint classes of a prior and the repulsion weights of sources against them.
-
-    Parameters
-    ----------
-    prior : Prior
-        Its per-column codes and α'_m, β'_m.
-    sources : list of ndarray of int (r,), optional
-        Each source's code in every prior column (−1, a label unseen in training,
-        matches no class); default the joint classes themselves.
-
-    Returns
-    -------
-    joint : ndarray of int64 (n,)
-        Each point's joint class (the combination of every column), 0..L−1.
-    W : ndarray (L, L), or (r, L) for given sources
-        ``W[g, h] = Π_m (α'_m if g and h agree in column m else β'_m)``: α' on the
-        diagonal and β' off it for one column, the product of the factors for
-        ``combine="product"``.
-    """
-    joint = prior.joint_codes()
-    first = np.unique(joint, return_index=True)[1]  # a point of each joint class
-    if sources is None:
-        sources = [c[first] for c in prior.codes]
-    W = np.ones((len(sources[0]), len(first)))
-    for src, codes, a, b in zip(sources, prior.codes, prior.alphas, prior.betas, strict=True):
-        W *= np.where(np.asarray(src)[:, None] == codes[first][None, :], a, b)
-    return joint, W
 
 
 def _to_box(Y: np.ndarray) -> np.ndarray:
@@ -165,7 +133,7 @@ class GraphEmbedding(ConditionalEmbedding):
         Y = self._start(X, given, classes, int(seeds[1]))
         t2 = time.perf_counter()
         sampler = (NegativeSampler.uniform(len(X)) if classes is None
-                   else NegativeSampler.from_classes(*class_weights(self.prior_)))
+                   else NegativeSampler.from_classes(*self.prior_.group_weights()))
         self.embedding_ = self._layout(Y, self.graph_, sampler, int(seeds[2]))
         self.timings_.update(init=t2 - t1, optimization=time.perf_counter() - t2)
 
@@ -323,9 +291,9 @@ class GraphEmbedding(ConditionalEmbedding):
                           "place them with the conditional repulsion", UserWarning,
                           stacklevel=3)
             columns = [np.full(m, -1, dtype=np.int64) for _ in prior.codes]
-        joint, W = class_weights(prior)
+        joint, W = prior.group_weights()
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-        _, extra = class_weights(prior, list(combos.T))
+        _, extra = prior.group_weights(list(combos.T))
         sampler = NegativeSampler.from_classes(joint, W).with_source_rows(extra)
         return sampler, len(W) + inverse.reshape(-1).astype(np.int64)
 
@@ -392,7 +360,8 @@ class ConditionalUMAP(GraphEmbedding):
                  combine: str = "joint", missing: str = "class", n_epochs: int | None = None,
                  learning_rate: float = 1.0, negative_sample_rate: int = 5,
                  repulsion_strength: float = 1.0, init="spectral", affinities: str = "auto",
-                 within_weight: float | None = None, neighbors: str = "auto",
+                 within_weight: float | None = None, conditioning: str = "auto",
+                 neighbors: str = "auto",
                  metric: str = "euclidean", local_connectivity: float = 1.0,
                  set_op_mix_ratio: float = 1.0, random_state=None, n_jobs: int | None = None,
                  verbose: bool = False, callbacks=None,
@@ -413,6 +382,7 @@ class ConditionalUMAP(GraphEmbedding):
         self.init = init
         self.affinities = affinities
         self.within_weight = within_weight
+        self.conditioning = conditioning
         self.neighbors = neighbors
         self.metric = metric
         self.local_connectivity = local_connectivity

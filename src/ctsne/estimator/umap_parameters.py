@@ -225,6 +225,7 @@ UMAP_PARAMETERS: dict[str, Parameter] = {
         "prior separates the data), else the fuzzy graph (``affinities_`` says which, "
         "``prior_mixing_.cross_share`` why)."),
     "within_weight": _row("within_weight", _WITHIN + "; ignored otherwise."),
+    "conditioning": PARAMETERS["conditioning"],
     "neighbors": PARAMETERS["neighbors"],
     "metric": PARAMETERS["metric"],
     "local_connectivity": Parameter(
@@ -260,6 +261,7 @@ LARGEVIS_PARAMETERS: dict[str, Parameter] = {
         '"auto" the standard P switched to the balanced one when the prior separates the '
         "data. The edge weights are P's entries divided by the largest."),
     "within_weight": PARAMETERS["within_weight"],
+    "conditioning": PARAMETERS["conditioning"],
     "neighbors": PARAMETERS["neighbors"],
     "metric": PARAMETERS["metric"],
     **_TAIL,

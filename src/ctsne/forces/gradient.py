@@ -31,9 +31,9 @@ def _assemble(attr, rep, exaggeration, S, start, stop):
 
 
 @threaded(KL_FIXED_PARALLEL_FROM_NNZ)
-def _fixed_part(indptr, indices, data, codes, alphas, betas, acc, start, stop):
-    # each row's Σ p log p − Σ p log w over its non-zeros (codes: (m, n) class codes), rows
-    # start … stop − 1
+def _fixed_part(indptr, indices, data, codes, coefs, acc, start, stop):
+    # each row's Σ p log p − Σ p log w over its non-zeros, rows start … stop − 1, with
+    # w_ij = Σ_t coefs[t]·[codes[t, i] = codes[t, j]] (the prior's terms; (T, n) codes)
     m = codes.shape[0]
     for i in range(start, stop):
         s = 0.0
@@ -42,26 +42,27 @@ def _fixed_part(indptr, indices, data, codes, alphas, betas, acc, start, stop):
             if p <= 0.0:
                 continue
             j = indices[e]
-            log_w = 0.0
-            for c in range(m):
-                log_w += np.log(alphas[c] if codes[c, i] == codes[c, j] else betas[c])
-            s += p * (np.log(p) - log_w)
+            w = 0.0
+            for t in range(m):
+                if codes[t, i] == codes[t, j]:
+                    w += coefs[t]
+            s += p * (np.log(p) - np.log(w))
         acc[i] = s
 
 
 # Twin: a fit below 10⁶ non-zeros compiles no _fixed_part.
 @_fixed_part.small
-def _fixed_part_small(indptr, indices, data, codes, alphas, betas, acc):
+def _fixed_part_small(indptr, indices, data, codes, coefs, acc):
     # the kernel's terms, and each row's sum in its order (np.add.at adds in turn)
     n = indptr.shape[0] - 1
     rows = np.repeat(np.arange(n), np.diff(indptr))
     keep = data > 0.0
     rows, cols, p = rows[keep], indices[keep], data[keep]
-    log_w = np.zeros(p.shape[0])
-    for c in range(codes.shape[0]):
-        log_w += np.log(np.where(codes[c, rows] == codes[c, cols], alphas[c], betas[c]))
+    w = np.zeros(p.shape[0])
+    for t in range(codes.shape[0]):
+        w += np.where(codes[t, rows] == codes[t, cols], coefs[t], 0.0)
     acc[:] = 0.0
-    np.add.at(acc, rows, p * (np.log(p) - log_w))
+    np.add.at(acc, rows, p * (np.log(p) - np.log(w)))
 
 
 class ConditionalGradient:
@@ -103,19 +104,16 @@ class ConditionalGradient:
                       else None)
         self.attraction = Attraction(P, order=self.order)
         terms = prior.terms() if prior is not None else [PriorTerm(1.0, None, 1)]
+        codes = np.stack([np.zeros(n, dtype=np.int64) if t.codes is None else t.codes
+                          for t in terms])
+        fixed = np.empty(n)
+        _fixed_part.run(P.indptr, P.indices, P.data, codes,
+                        np.array([t.coef for t in terms], dtype=np.float64), fixed, items=n,
+                        work=P.nnz)
         if self.order is not None:
             terms = [PriorTerm(t.coef, None if t.codes is None else t.codes[self.order],
                                t.n_groups) for t in terms]
         self.repulsion = ConditionalRepulsion(terms, n, d, method, engine_params)
-        if prior is None:
-            codes = np.zeros((0, n), dtype=np.int64)
-            alphas = betas = np.zeros(0)
-        else:
-            codes = np.stack(prior.codes)
-            alphas, betas = np.asarray(prior.alphas, float), np.asarray(prior.betas, float)
-        fixed = np.empty(n)
-        _fixed_part.run(P.indptr, P.indices, P.data, codes, alphas, betas, fixed, items=n,
-                        work=P.nnz)
         self.constant = float(fixed.sum())
         self.timings = {"attraction": 0.0, "repulsion": 0.0}
 

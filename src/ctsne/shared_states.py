@@ -1,0 +1,108 @@
+"""Shared-state pair weights: a prior removed only where its classes share a state.
+
+The paper's weights give every pair of different classes β', so a class-specific state (a
+cell type that only one batch holds) feels almost no repulsion from the other classes and
+is laid over their states. With hard states ``s`` (cell types, clusters of a space where
+the classes are aligned) the weights of :class:`SharedStatePrior` are
+
+    w_ij = α'   same class
+           β'   different classes, same state
+           1    different classes, different states
+
+that is ``w = 1 + (α' − 1)[c_i = c_j] + (β' − 1)[s_i = s_j] + (1 − β')[c_i = c_j, s_i = s_j]``:
+four partition terms (all points, the classes, the states, class × state), so every
+repulsion engine runs them as it runs the paper's two (:meth:`SharedStatePrior.terms`),
+the exact objective reads :meth:`SharedStatePrior.pair_weights`, and the SGD layouts'
+negative sampling the group table of :meth:`SharedStatePrior.group_weights`. α' and β'
+are the prior's own (paper Eq. 4). One column only: several priors are combined into
+joint classes first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .prior import Prior, PriorTerm
+
+__all__ = ["SharedStatePrior", "shared_state_table", "with_states"]
+
+
+@dataclass
+class SharedStatePrior(Prior):
+    """A one-column :class:`~ctsne.prior.Prior` with a state per point (module note).
+
+    Attributes
+    ----------
+    states : ndarray of int64 (n,)
+        Each point's state, 0..K−1.
+    """
+
+    states: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def n_states(self) -> int:
+        return int(self.states.max()) + 1 if len(self.states) else 0
+
+    def _groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each point's (class, state) group, and each group's class and state."""
+        c, s = self.codes[0], self.states
+        pairs, groups = np.unique(np.stack([c, s], axis=1), axis=0, return_inverse=True)
+        return groups.reshape(-1).astype(np.int64), pairs[:, 0], pairs[:, 1]
+
+    def terms(self) -> list[PriorTerm]:
+        """The four partition terms of the module note (zero coefficients left out)."""
+        c, s = self.codes[0], self.states
+        a, b = float(self.alphas[0]), float(self.betas[0])
+        groups = self._groups()[0]
+        out = [PriorTerm(1.0, None, 1),
+               PriorTerm(a - 1.0, c, int(c.max()) + 1),
+               PriorTerm(b - 1.0, s, self.n_states),
+               PriorTerm(1.0 - b, groups, int(groups.max()) + 1)]
+        return [t for t in out if t.coef != 0.0]
+
+    def pair_weights(self, rows: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        """Dense block of ``w_ij`` for ``i in rows`` and ``j in cols`` (all points if None)."""
+        sel = slice(None) if cols is None else cols
+        c, s = self.codes[0], self.states
+        same_c = c[rows][:, None] == c[sel][None, :]
+        same_s = s[rows][:, None] == s[sel][None, :]
+        a, b = float(self.alphas[0]), float(self.betas[0])
+        return np.where(same_c, a, np.where(same_s, b, 1.0))
+
+    def group_weights(self, sources: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each point's (class, state) group and the groups' weight table ``W`` (G, G).
+
+        ``sources``: class codes (one column) of other points whose state is unknown (new
+        points): their weights against each group are the paper's, α' or β' (r, G).
+        """
+        groups, gc, gs = self._groups()
+        a, b = float(self.alphas[0]), float(self.betas[0])
+        if sources is not None:
+            return groups, np.where(np.asarray(sources[0])[:, None] == gc[None, :], a, b)
+        same_c = gc[:, None] == gc[None, :]
+        same_s = gs[:, None] == gs[None, :]
+        return groups, np.where(same_c, a, np.where(same_s, b, 1.0))
+
+
+def with_states(prior: Prior, states: np.ndarray) -> SharedStatePrior:
+    """``prior`` (one column) with ``states`` (n,) of any hashable labels."""
+    if len(prior.codes) != 1:
+        raise ValueError("shared-state conditioning takes one prior column; combine several "
+                         "priors into joint classes (combine='joint') or use "
+                         "conditioning='classes'")
+    states = np.asarray(states)
+    if states.shape != (prior.n,):
+        raise ValueError(f"states has shape {states.shape}; give one state per point, "
+                         f"({prior.n},)")
+    codes = np.unique(states, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    return SharedStatePrior(codes=prior.codes, classes=prior.classes, alphas=prior.alphas,
+                            betas=prior.betas, states=codes)
+
+
+def shared_state_table(prior: SharedStatePrior) -> np.ndarray:
+    """Points of each state (rows) in each class (columns): ``(K, L)`` counts."""
+    table = np.zeros((prior.n_states, int(prior.codes[0].max()) + 1), dtype=np.int64)
+    np.add.at(table, (prior.states, prior.codes[0]), 1)
+    return table

@@ -1,0 +1,162 @@
+"""Shared-state conditioning: the weights, the states found, every estimator and engine."""
+
+import numpy as np
+import scipy.sparse as sp
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from ctsne import ConditionalLargeVis, ConditionalTSNE, ConditionalUMAP
+from ctsne.estimator.states import choose_conditioning, estimate_states, held_by
+from ctsne.forces.gradient import ConditionalGradient
+from ctsne.forces.objective import exact_objective
+from ctsne.metrics import cross_class_agreement
+from ctsne.prior import make_prior
+from ctsne.shared_states import SharedStatePrior, shared_state_table, with_states
+
+from conftest import random_affinities
+
+
+def _design(rng, layout, per=120, d=10, shift=2.0):
+    """Batches × types: ``layout[b]`` lists the types batch b holds; each type a Gaussian
+    at its own centre, each batch shifted (a batch effect smaller than the types' gaps)."""
+    n_types = 1 + max(t for types in layout for t in types)
+    centres = rng.normal(scale=6.0, size=(n_types, d))
+    shifts = rng.normal(scale=shift, size=(len(layout), d))
+    parts = [(b, t) for b, types in enumerate(layout) for t in types]
+    X = np.vstack([centres[t] + shifts[b] + rng.normal(size=(per, d)) for b, t in parts])
+    batch = np.repeat([b for b, _ in parts], per)
+    label = np.repeat([t for _, t in parts], per)
+    return X, batch, label
+
+
+# a type in one batch only (2 in batch 0, 3 in batch 1), two types every batch holds
+CONFOUNDED = [[0, 1, 2], [0, 1, 3], [0, 1]]
+# a type shared by two of three batches
+TWO_OF_THREE = [[0, 1], [0, 1, 2], [0, 2]]
+
+
+def _weights_by_definition(c, s, a, b):
+    same_c = c[:, None] == c[None, :]
+    same_s = s[:, None] == s[None, :]
+    return np.where(same_c, a, np.where(same_s, b, 1.0))
+
+
+def test_the_four_terms_sum_to_the_shared_state_weights():
+    rng = np.random.default_rng(0)
+    c, s = rng.integers(0, 3, 200), rng.integers(0, 4, 200)
+    prior = with_states(make_prior(c, 200, beta=0.05), s)
+    W = np.zeros((200, 200))
+    for term in prior.terms():
+        same = (np.ones((200, 200), bool) if term.codes is None
+                else term.codes[:, None] == term.codes[None, :])
+        W += term.coef * same
+    ref = _weights_by_definition(c, s, prior.alphas[0], prior.betas[0])
+    np.testing.assert_allclose(W, ref, rtol=1e-12)
+    np.testing.assert_array_equal(prior.pair_weights(np.arange(200)), ref)
+    groups, G = prior.group_weights()  # the SGD layouts' table reads the same weights
+    np.testing.assert_array_equal(G[groups][:, groups], ref)
+    # new points of unknown state: the paper's weights against each group
+    _, rows = prior.group_weights([np.array([0, 2, -1])])
+    assert rows.shape == (3, groups.max() + 1)
+    assert set(np.unique(rows)) <= {prior.alphas[0], prior.betas[0]}
+
+
+def test_the_gradient_and_kl_with_states_are_the_exact_objectives():
+    rng = np.random.default_rng(1)
+    n = 150
+    P = sp.csr_matrix(random_affinities(n, rng))
+    c, s = rng.integers(0, 3, n), rng.integers(0, 4, n)
+    prior = with_states(make_prior(c, n, beta=0.1), s)
+    Y = rng.normal(size=(n, 2))
+    kl, grad = exact_objective(P, Y, prior)  # dense, w_ij from pair_weights
+    g = ConditionalGradient(P, prior, 2, "exact")
+    got, got_kl = g(Y, 1.0, True)
+    np.testing.assert_allclose(got, grad, rtol=1e-9, atol=1e-12)
+    assert got_kl == pytest.approx(kl, rel=1e-10)
+    # and the dense objective is its own finite differences
+    eps, (i, k) = 1e-6, (7, 1)
+    Yp, Ym = Y.copy(), Y.copy()
+    Yp[i, k] += eps
+    Ym[i, k] -= eps
+    fd = (exact_objective(P, Yp, prior)[0] - exact_objective(P, Ym, prior)[0]) / (2 * eps)
+    assert fd == pytest.approx(grad[i, k], rel=1e-5)
+
+
+@pytest.mark.parametrize("layout", [CONFOUNDED, TWO_OF_THREE])
+def test_the_states_found_are_the_types_and_their_holders(layout):
+    X, batch, label = _design(np.random.default_rng(2), layout)
+    states, _ = estimate_states(X, batch, random_state=0)
+    assert adjusted_rand_score(label, states) == 1.0
+    prior = with_states(make_prior(batch, len(batch)), states)
+    table = shared_state_table(prior)
+    held = held_by(table)
+    for t in np.unique(label):
+        k = states[label == t][0]
+        holders = {b for b, types in enumerate(layout) if t in types}
+        assert set(np.flatnonzero(held[k])) == holders
+    assert choose_conditioning(table)[0] == "states"
+
+
+def test_auto_keeps_the_papers_weights_where_every_batch_holds_every_type():
+    X, batch, _ = _design(np.random.default_rng(3), [[0, 1, 2]] * 3)
+    model = ConditionalTSNE(conditioning="auto", random_state=0, n_iter=50,
+                            early_exaggeration_iter=50).fit(X, batch)
+    assert model.conditioning_ == "classes" and model.states_ is None
+    assert type(model.prior_) is not SharedStatePrior
+
+
+def test_a_type_one_batch_holds_stays_apart_and_shared_types_mix():
+    X, batch, label = _design(np.random.default_rng(4), CONFOUNDED)
+    common = dict(random_state=0, n_jobs=1)
+    paper = ConditionalTSNE(conditioning="classes", **common).fit(X, batch)
+    shared = ConditionalTSNE(**common).fit(X, batch)  # the default, "auto"
+    assert shared.conditioning_ == "states"
+    assert shared.shared_states_.shape == (4, 3)
+    before = cross_class_agreement(paper.embedding_, batch, label).agreement
+    after = cross_class_agreement(shared.embedding_, batch, label)
+    assert after.agreement >= 0.95 > before
+    # the batches still mix where they share a type: cross-batch neighbours exist there
+    assert after.coverage > 0.5
+    # the default's graph: the standard one of the space Harmony aligned
+    assert shared.affinities_ == "standard" and paper.affinities_ == "balanced"
+
+
+def test_every_estimator_reads_the_same_states():
+    X, batch, _ = _design(np.random.default_rng(5), TWO_OF_THREE, per=60)
+    fits = [cls(conditioning="states", random_state=0, n_epochs=20).fit(X, batch)
+            for cls in (ConditionalUMAP, ConditionalLargeVis)]
+    fits.append(ConditionalTSNE(conditioning="states", random_state=0, n_iter=20,
+                                early_exaggeration_iter=20).fit(X, batch))
+    for fit in fits[1:]:
+        np.testing.assert_array_equal(fit.states_, fits[0].states_)
+        assert isinstance(fit.prior_, SharedStatePrior)
+
+
+def test_given_states_and_their_errors():
+    X, batch, label = _design(np.random.default_rng(6), CONFOUNDED, per=40)
+    model = ConditionalTSNE(random_state=0, n_iter=20, early_exaggeration_iter=20)
+    model.fit(X, batch, states=np.array(["t%d" % t for t in label]))
+    assert model.conditioning_ == "states"
+    assert adjusted_rand_score(label, model.states_) == 1.0
+    with pytest.raises(ValueError, match="give a prior too"):
+        model.fit(X, states=label)
+    with pytest.raises(ValueError, match="one state per row"):
+        model.fit(X, batch, states=label[:-1])
+    with pytest.raises(ValueError, match="conditioning must be"):
+        ConditionalTSNE(conditioning="cells").fit(X, batch)
+
+
+def test_the_torch_engine_reads_the_same_weights():
+    torch = pytest.importorskip("torch")
+    from ctsne.torch_engine.gradient import TorchGradient
+
+    rng = np.random.default_rng(7)
+    n = 120
+    P = sp.csr_matrix(random_affinities(n, rng))
+    prior = with_states(make_prior(rng.integers(0, 3, n), n, beta=0.1), rng.integers(0, 3, n))
+    Y = rng.normal(size=(n, 2))
+    ref, ref_kl = ConditionalGradient(P, prior, 2, "exact")(Y, 1.0, True)
+    tg = TorchGradient(P, prior, 2, "exact", torch.device("cpu"), torch.float64)
+    got, got_kl = tg(torch.as_tensor(Y), 1.0, True)
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10, atol=1e-13)
+    assert got_kl == pytest.approx(ref_kl, rel=1e-12)
