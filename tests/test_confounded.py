@@ -10,7 +10,6 @@ batches in the same state) keep them apart.
 """
 
 import numpy as np
-import pytest
 
 from ctsne import ConditionalTSNE
 from ctsne.metrics import cross_class_agreement

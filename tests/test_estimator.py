@@ -41,7 +41,9 @@ def test_relabelled_prior_gives_identical_embedding(blobs):
 
 def test_reported_kl_is_the_ctsne_kl_with_true_P(blobs):
     X, labels = blobs
-    model = ConditionalTSNE(random_state=0, beta=0.05, **FAST).fit(X, labels)
+    # the paper's weights (each label here is its own cluster, which "auto" would keep)
+    model = ConditionalTSNE(random_state=0, beta=0.05, conditioning="classes",
+                            **FAST).fit(X, labels)
     ref = exact_objective_terms(model.P_, model.embedding_, labels, beta=0.05)
     assert model.kl_divergence_ == pytest.approx(ref.kl, rel=1e-10)
     assert model.kl_divergence_ != pytest.approx(ref.kl_tsne, rel=1e-3)
@@ -278,7 +280,8 @@ def test_fit_affinities_with_a_fit_s_P_and_start_is_that_fit(blobs):
     from sklearn.base import clone
 
     X, labels = blobs
-    model = ConditionalTSNE(**SHORT).fit(X, labels)
+    # fit_affinities applies the paper's weights, as this fit does
+    model = ConditionalTSNE(conditioning="classes", **SHORT).fit(X, labels)
     again = clone(model).fit_affinities(model.P_, labels, X=X)  # the same "pca" start
     np.testing.assert_array_equal(again.embedding_, model.embedding_)
     assert again.P_ is model.P_ and again.affinities_ == "precomputed"

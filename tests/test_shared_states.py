@@ -1,8 +1,9 @@
 """Shared-state conditioning: the weights, the states found, every estimator and engine."""
 
 import numpy as np
-import scipy.sparse as sp
 import pytest
+import scipy.sparse as sp
+from conftest import random_affinities
 from sklearn.metrics import adjusted_rand_score
 
 from ctsne import ConditionalLargeVis, ConditionalTSNE, ConditionalUMAP
@@ -12,8 +13,6 @@ from ctsne.forces.objective import exact_objective
 from ctsne.metrics import cross_class_agreement
 from ctsne.prior import make_prior
 from ctsne.shared_states import SharedStatePrior, shared_state_table, with_states
-
-from conftest import random_affinities
 
 
 def _design(rng, layout, per=120, d=10, shift=2.0):
@@ -111,7 +110,8 @@ def test_a_type_one_batch_holds_stays_apart_and_shared_types_mix():
     paper = ConditionalTSNE(conditioning="classes", **common).fit(X, batch)
     shared = ConditionalTSNE(**common).fit(X, batch)  # the default, "auto"
     assert shared.conditioning_ == "states"
-    assert shared.shared_states_.shape == (4, 3)
+    assert shared.shared_states_.table.shape == (4, 3)
+    assert "4 states, 2 held by every class" in repr(shared.shared_states_)
     before = cross_class_agreement(paper.embedding_, batch, label).agreement
     after = cross_class_agreement(shared.embedding_, batch, label)
     assert after.agreement >= 0.95 > before
@@ -135,7 +135,7 @@ def test_every_estimator_reads_the_same_states():
 def test_given_states_and_their_errors():
     X, batch, label = _design(np.random.default_rng(6), CONFOUNDED, per=40)
     model = ConditionalTSNE(random_state=0, n_iter=20, early_exaggeration_iter=20)
-    model.fit(X, batch, states=np.array(["t%d" % t for t in label]))
+    model.fit(X, batch, states=np.array([f"t{t}" for t in label]))
     assert model.conditioning_ == "states"
     assert adjusted_rand_score(label, model.states_) == 1.0
     with pytest.raises(ValueError, match="give a prior too"):
@@ -160,3 +160,40 @@ def test_the_torch_engine_reads_the_same_weights():
     got, got_kl = tg(torch.as_tensor(Y), 1.0, True)
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10, atol=1e-13)
     assert got_kl == pytest.approx(ref_kl, rel=1e-12)
+
+
+def test_the_states_are_said_and_drawn(capsys, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ctsne.plotting import plot_states
+
+    X, batch, _ = _design(np.random.default_rng(4), CONFOUNDED, per=60)
+    model = ConditionalTSNE(random_state=0, verbose=True, n_iter=20,
+                            early_exaggeration_iter=20).fit(X, batch)
+    err = capsys.readouterr().err
+    assert "conditioning states: 4 states" in err
+    assert "held by all classes" in err and "held by 0" in err and "held by 1" in err
+    ax = plot_states(model)
+    assert len(ax.images) == 1 and ax.images[0].get_array().shape == (4, 3)
+    ax.figure.savefig(tmp_path / "states.png")
+    plain = ConditionalTSNE(conditioning="classes", n_iter=20,
+                            early_exaggeration_iter=20).fit(X, batch)
+    with pytest.raises(ValueError, match="found no shared states"):
+        plot_states(plain)
+
+
+def test_tl_keeps_the_states_and_says_which_weights():
+    anndata = pytest.importorskip("anndata")
+    import pandas as pd
+
+    import ctsne
+
+    X, batch, label = _design(np.random.default_rng(4), CONFOUNDED, per=50)
+    adata = anndata.AnnData(X, obs=pd.DataFrame({"batch": batch.astype(str)},
+                                                index=[f"c{i}" for i in range(len(X))]))
+    ctsne.tl.cumap(adata, prior="batch", random_state=0, n_epochs=30)
+    record = adata.uns["X_cumap"]
+    assert record["conditioning"] == "states"
+    assert len(record["shared_states"]["points"]) == 4
+    assert adjusted_rand_score(label, adata.obs["cumap_state"].cat.codes) == 1.0

@@ -149,7 +149,10 @@ def fit_record(model, seconds: float | None = None, **params) -> dict:
     -------
     dict
         ``method`` (the estimator's class), ``params``, ``alpha``, ``beta``,
-        ``affinities``, ``timings``, ``prior_mixing`` when there is a prior; for t-SNE
+        ``affinities``, ``timings``, ``conditioning`` ("classes" or "states"; with
+        states ``shared_states``: the classes, the points of each state in each class,
+        which class holds which state and why), ``prior_mixing`` when there is a prior;
+        for t-SNE
         also ``kl_divergence``, ``n_iter``, ``perplexity`` (the one used) and
         ``interrupted``, for UMAP and LargeVis ``n_epochs``, ``a`` and ``b``.
     """
@@ -175,7 +178,25 @@ def fit_record(model, seconds: float | None = None, **params) -> dict:
     affinities = getattr(model, "affinities_", None)
     if affinities is not None:
         record["affinities"] = affinities  # "standard", "balanced" or "revised"
+    record["conditioning"] = getattr(model, "conditioning_", None)
+    found = getattr(model, "shared_states_", None)
+    if found is not None:
+        record["shared_states"] = {"classes": found.classes, "points": found.table,
+                                   "held": found.held, "reason": found.reason}
     return _jsonable(record)
+
+
+def _keep_map(adata, key_added: str, Y, model, record: dict) -> None:
+    """The map in ``obsm[key_added]``, its record in ``uns[key_added]`` and, where the fit
+    found shared states, each cell's state in ``obs["<key without X_>_state"]``."""
+    adata.obsm[key_added] = Y
+    adata.uns[key_added] = record
+    states = getattr(model, "states_", None)
+    if states is not None:
+        import pandas as pd
+
+        name = key_added[2:] if key_added.startswith("X_") else key_added
+        adata.obs[f"{name}_state"] = pd.Categorical(states.astype(str))
 
 
 def ctsne(
@@ -260,13 +281,12 @@ def ctsne(
     Y = model.fit_transform(X, labels, knn=knn)
     seconds = time.perf_counter() - t0
 
-    adata.obsm[key_added] = Y
     # the perplexity as asked; record["perplexity"] is the one used
     record = fit_record(model, seconds, perplexity=asked, prior=prior, use_rep=use_rep,
                         layer=layer, neighbors_key=neighbors_key, representation=source)
     if graph is not None:
         record["neighbor_graph"] = _jsonable(graph)
-    adata.uns[key_added] = record
+    _keep_map(adata, key_added, Y, model, record)
     return adata if copy else None
 
 
@@ -281,9 +301,9 @@ def _graph_tool(adata, method: registry.Method, prior, use_rep, beta, key_added:
     Y = model.fit_transform(X, labels)
     seconds = time.perf_counter() - t0
 
-    adata.obsm[key_added] = Y
-    adata.uns[key_added] = fit_record(model, seconds, prior=prior, use_rep=use_rep,
-                                      layer=layer, representation=source)
+    _keep_map(adata, key_added, Y, model, fit_record(model, seconds, prior=prior,
+                                                     use_rep=use_rep, layer=layer,
+                                                     representation=source))
     return adata if copy else None
 
 

@@ -169,7 +169,9 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         self._set_input(X)
         start = self._prepare(X, classes)
         with threads(self.n_jobs):
+            t0 = time.perf_counter()
             aligned = self._condition(X, classes, given_states)
+            t_states = time.perf_counter() - t0
             if aligned is not None and mode is None and mode_name(self.affinities) == "auto":
                 # shared states: the standard graph of the space where the classes are
                 # aligned (a balanced graph links every point, a type one class holds
@@ -184,6 +186,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
                                            random_state=self._search_seed(start), mode=mode,
                                            engine=engine, stacklevel=4)
             self._keep_affinities(built, time.perf_counter() - t0)
+            self.timings_["states"] = t_states
             self._embed(X, classes, start)
         return self.embedding_
 
@@ -210,7 +213,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         ``shared_states_`` and says on stderr what was chosen when verbose. Returns the
         space where the classes are aligned where shared states were chosen, else None."""
         from ..shared_states import shared_state_table, with_states
-        from .states import choose_conditioning, estimate_states
+        from .states import MIN_POINTS, SharedStates, choose_conditioning, estimate_states
 
         self.conditioning_, self.states_, self.shared_states_ = "classes", None, None
         mode = self.conditioning if given is None else "states"
@@ -222,20 +225,33 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
                                  "several priors into joint classes (combine='joint')")
             return None  # "auto": a product of priors keeps the paper's weights
         t0 = time.perf_counter()
-        states, aligned = estimate_states(X, classes, random_state=self.random_state,
-                                          given=given)
+        if len(X) < MIN_POINTS or X.shape[1] < 2:
+            if given is None and mode == "states":
+                raise ValueError(f"conditioning='states' estimates the states from at least "
+                                 f"{MIN_POINTS} points with 2 or more features (got "
+                                 f"{X.shape[0]} × {X.shape[1]}): give states= or use "
+                                 "conditioning='classes'")
+            if given is None:
+                return None  # "auto": too few points to find states in
+            states, aligned = np.unique(given, return_inverse=True)[1].reshape(-1), None
+        else:
+            states, aligned = estimate_states(to_safe_scale(X), classes,
+                                              random_state=self.random_state, given=given)
         shared = with_states(self.prior_, states)
         table = shared_state_table(shared)
         reason = "as asked (conditioning='states')" if mode == "states" else ""
         if mode == "auto":
             mode, reason = choose_conditioning(table)
+        found = SharedStates(table, self.prior_.classes[0], reason)
         if self.verbose:
-            print(f"ctsne: conditioning {mode}: {shared.n_states} states, {reason} "
+            print(f"ctsne: conditioning {mode}: {len(table)} states, {reason} "
                   f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+            for line in found.lines():
+                print(f"ctsne:   {line}", file=sys.stderr)
         if mode != "states":
             return None
         self.prior_ = shared
-        self.conditioning_, self.states_, self.shared_states_ = mode, shared.states, table
+        self.conditioning_, self.states_, self.shared_states_ = mode, shared.states, found
         return aligned
 
     # the method's steps of the fit

@@ -248,8 +248,8 @@ PARAMETERS: dict[str, Parameter] = {
         "cell type or cluster, estimated inside the fit in a space where the classes are "
         "aligned, or given to ``fit(..., states=...)``), full weight between different "
         "states (:mod:`ctsne.shared_states`), so that a state only some classes hold is not "
-        "laid over the others' states. \"auto\": \"states\" where some state is held by "
-        "only some classes, else \"classes\" "
+        "laid over the others' states. \"auto\": \"states\" where some states are held "
+        "by several classes and others by only some, else \"classes\" "
         "(:func:`ctsne.estimator.states.choose_conditioning`); ``conditioning_`` says which.",
         lambda v: v in ("classes", "states", "auto"),
         "conditioning must be 'auto', 'classes' or 'states', got {value!r}"),

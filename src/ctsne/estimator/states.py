@@ -16,9 +16,9 @@ or cluster it belongs to, in a space where the prior's classes are aligned. Two 
 A state that only some classes hold needs no rule of its own: the weights give β' only to
 pairs of different classes in the same state, so a class-specific state keeps its full
 repulsion from the other classes. :func:`choose_conditioning` is the rule of
-``conditioning="auto"``: shared-state weights where some state is held by only some of
-the classes (the design is confounded), the paper's weights where every class holds
-every state.
+``conditioning="auto"``: shared-state weights where some states are held by several
+classes and others by only some of them (the design is confounded), the paper's weights
+where every class holds every state or no state is shared at all.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["CONDITIONINGS", "HELD_SHARE", "STATE_METHODS", "choose_conditioning",
-           "estimate_states", "held_by", "n_states_rule"]
+__all__ = ["CONDITIONINGS", "HELD_SHARE", "MIN_POINTS", "STATE_METHODS", "SharedStates",
+           "choose_conditioning", "estimate_states", "held_by", "n_states_rule"]
 
 CONDITIONINGS = ("auto", "classes", "states")
 STATE_METHODS = ("kmeans", "harmony")
@@ -43,6 +43,9 @@ HELD_SHARE = 0.25
 OVERLAP = 1.5
 # A cluster's points of one class below this share of the class are strays, not a part.
 MIN_PART = 0.02
+# States are estimated from at least this many points with two or more features: fewer
+# leave nothing to cluster, and "auto" keeps the paper's weights.
+MIN_POINTS = 100
 # States this small (share of the points) do not decide "auto".
 MIN_STATE_SHARE = 0.01
 
@@ -124,25 +127,43 @@ def _parts(Z: np.ndarray, part_of: np.ndarray, m: int) -> tuple[np.ndarray, np.n
     return centres, np.sqrt(spread / counts)
 
 
+def _typical_offset(a: np.ndarray, b: np.ndarray, tol: np.ndarray) -> np.ndarray | None:
+    """The shift from class a's parts (centres ``a``) to class b's that most of them share:
+    of the offsets between any two parts, the one after which the most parts of a find a
+    part of b within ``tol`` (ties: the smaller total residual); None unless at least two
+    parts agree on it (one match alone cannot tell a batch shift from another type)."""
+    best, best_key = None, (1, 0.0)
+    for t in (b[None, :, :] - a[:, None, :]).reshape(-1, a.shape[1]):
+        gap = np.linalg.norm(b[None, :, :] - a[:, None, :] - t, axis=2)
+        near = gap < tol
+        count = int(near.any(axis=1).sum())
+        key = (count, -float(np.where(near, gap, 0.0).sum()))
+        if key > best_key:
+            best, best_key = t, key
+    return best
+
+
 def _refine(Z: np.ndarray, Zc: np.ndarray, classes: np.ndarray, labels: np.ndarray
             ) -> np.ndarray:
     """States from the clusters ``labels`` of the aligned space ``Zc``, checked against the
     unaligned components ``Z``.
 
     A cluster's points of one class form a part; parts smaller than :data:`MIN_PART` of
-    their class go with their cluster's largest part. Two parts are one state where:
+    their class are strays and take the state of their cluster's largest part. Within a
+    class, parts that overlap in ``Z`` (centres closer than :data:`OVERLAP` × the sum of
+    their radii) are one piece: a type the clustering split. Pieces of classes a and b
+    are one state where:
 
-    - one class: they overlap in ``Z`` (centres closer than :data:`OVERLAP` × the sum of
-      their radii), a type the clustering split;
-    - classes a and b that share at least two clusters: the offset between the parts'
-      centres in ``Z`` is the offset a → b shows across those clusters (its median), to
-      within the same tolerance: a type the alignment left split by class is joined, and
-      two types that the alignment pulled together (one each class holds alone) are not;
-    - classes a and b with no such offset: each is the other's nearest part of the other
-      class in ``Zc``, they overlap there, and each is nearer the other than to any other
-      part of its own class.
+    - a and b share a shift (:func:`_typical_offset`: at least two pieces of a meet a
+      piece of b after it, so at least two types both hold): the pieces meet after that
+      shift, to within the same tolerance. A type the alignment left split by class is
+      joined, and two types the alignment pulled together (one each class holds alone)
+      are not;
+    - a and b share no shift: each is the other's nearest piece of the other class in
+      ``Zc``, they overlap there, and each is nearer the other than any other piece of its
+      own class.
 
-    States are the connected parts.
+    States are the connected pieces.
     """
     from scipy.sparse.csgraph import connected_components
 
@@ -152,42 +173,53 @@ def _refine(Z: np.ndarray, Zc: np.ndarray, classes: np.ndarray, labels: np.ndarr
     m = len(pairs)
     clu, cls = pairs[:, 0], pairs[:, 1]
     counts = np.bincount(part_of, minlength=m)
-    small = counts < MIN_PART * np.bincount(classes)[cls]
+    big = counts >= MIN_PART * np.bincount(classes)[cls]
     centres, radius = _parts(Z, part_of, m)
-    centres_c, radius_c = _parts(Zc, part_of, m)
-    tol = OVERLAP * (radius[:, None] + radius[None, :])
-    offset = centres[None, :, :] - centres[:, None, :]  # part i → part j
-    gap_c = np.linalg.norm(centres_c[:, None, :] - centres_c[None, :, :], axis=2)
-    linked = (cls[:, None] == cls[None, :]) & (np.linalg.norm(offset, axis=2) < tol)
-    for i in np.flatnonzero(small):  # with the largest part of its cluster
-        same = np.flatnonzero(clu == clu[i])
-        j = same[np.argmax(counts[same])]
-        linked[i, j] = linked[j, i] = True
-    big = ~small
-    own_gap = np.where((cls[:, None] == cls[None, :]) & ~np.eye(m, dtype=bool) & big[None, :],
-                       gap_c, np.inf).min(axis=1)
-    for a in np.unique(cls):
-        for b in np.unique(cls[cls > a]):
-            ia, ib = np.flatnonzero((cls == a) & big), np.flatnonzero((cls == b) & big)
-            if not len(ia) or not len(ib):
-                continue
-            both = np.intersect1d(clu[ia], clu[ib])
-            if len(both) >= 2:
-                pa = dict(zip(clu[ia], ia, strict=True))
-                pb = dict(zip(clu[ib], ib, strict=True))
-                typical = np.median([offset[pa[k], pb[k]] for k in both], axis=0)
-                near = (np.linalg.norm(offset[np.ix_(ia, ib)] - typical, axis=2)
-                        < tol[np.ix_(ia, ib)])
+    apart = np.linalg.norm(centres[None, :, :] - centres[:, None, :], axis=2)
+    same = (cls[:, None] == cls[None, :]) & big[:, None] & big[None, :]
+    piece_of_part = connected_components(
+        same & (apart < OVERLAP * (radius[:, None] + radius[None, :])), directed=False)[1]
+    # pieces (big parts only); a point of a stray part is placed after the states are known
+    piece = np.where(big[part_of], piece_of_part[part_of], -1)
+    used = np.unique(piece[piece >= 0])
+    piece = np.searchsorted(used, piece)
+    piece[~big[part_of]] = -1
+    q = len(used)
+    member = piece >= 0
+    pc, pr = _parts(Z[member], piece[member], q)
+    pcc, prc = _parts(Zc[member], piece[member], q)
+    pcls = np.zeros(q, dtype=np.int64)
+    pcls[piece[member]] = classes[member]
+    tol = OVERLAP * (pr[:, None] + pr[None, :])
+    gap_c = np.linalg.norm(pcc[:, None, :] - pcc[None, :, :], axis=2)
+    own_gap = np.where((pcls[:, None] == pcls[None, :]) & ~np.eye(q, dtype=bool), gap_c,
+                       np.inf).min(axis=1)
+    linked = np.eye(q, dtype=bool)
+    for a in np.unique(pcls):
+        for b in np.unique(pcls[pcls > a]):
+            ia, ib = np.flatnonzero(pcls == a), np.flatnonzero(pcls == b)
+            typical = _typical_offset(pc[ia], pc[ib], tol[np.ix_(ia, ib)])
+            if typical is not None:
+                near = (np.linalg.norm(pc[ib][None, :, :] - pc[ia][:, None, :] - typical,
+                                       axis=2) < tol[np.ix_(ia, ib)])
             else:
                 g = gap_c[np.ix_(ia, ib)]
                 mutual = ((g == g.min(axis=1, keepdims=True))
                           & (g == g.min(axis=0, keepdims=True)))
-                overlap = g < OVERLAP * (radius_c[ia][:, None] + radius_c[ib][None, :])
+                overlap = g < OVERLAP * (prc[ia][:, None] + prc[ib][None, :])
                 nearer = (g < own_gap[ia][:, None]) & (g < own_gap[ib][None, :])
                 near = mutual & overlap & nearer
             linked[np.ix_(ia, ib)] |= near
             linked[np.ix_(ib, ia)] |= near.T
-    return connected_components(linked, directed=False)[1][part_of]
+    state_of_piece = connected_components(linked, directed=False)[1]
+    states = np.full(len(Z), -1, dtype=np.int64)
+    states[member] = state_of_piece[piece[member]]
+    for i in np.flatnonzero(~big):  # a stray part: its cluster's largest part's state
+        rows = np.flatnonzero(clu == clu[i])
+        host = rows[np.argmax(counts[rows])]
+        first = np.flatnonzero(part_of == host)[0]
+        states[part_of == i] = states[first] if big[host] else state_of_piece.max() + 1 + i
+    return states
 
 
 def held_by(table: np.ndarray) -> np.ndarray:
@@ -199,11 +231,58 @@ def held_by(table: np.ndarray) -> np.ndarray:
 
 
 def choose_conditioning(table: np.ndarray) -> tuple[str, str]:
-    """``conditioning="auto"``'s choice from the states × classes counts, and why."""
+    """``conditioning="auto"``'s choice from the states × classes counts, and why.
+
+    Shared-state weights where the states show both: a state that several classes hold
+    (the classes are comparable) and one, of at least :data:`MIN_STATE_SHARE` of the
+    points, that only some of them hold. Where no state is shared, the classes are the
+    structure the user asked to factor out (the paper's case): its weights.
+    """
     held = held_by(table)
     big = table.sum(axis=1) >= MIN_STATE_SHARE * table.sum()
     partial = np.flatnonzero(big & ~held.all(axis=1))
-    if len(partial):
+    shared = np.flatnonzero(held.sum(axis=1) >= 2)
+    if len(partial) and len(shared):
         return "states", (f"{len(partial)} of {int(big.sum())} states are held by only some "
                           "classes: the prior is removed only where classes share a state")
+    if len(partial):
+        return "classes", ("no state is held by two classes: the classes are the structure "
+                           "to factor out, the paper's weights")
     return "classes", "every class holds every state: the paper's weights"
+
+
+class SharedStates:
+    """What shared-state conditioning found: the states, and which classes hold each.
+
+    Attributes
+    ----------
+    table : ndarray of int64 (K, L)
+        Points of each state (rows) in each class (columns).
+    classes : ndarray (L,)
+        The classes' labels.
+    held : ndarray of bool (K, L)
+        Which class holds which state (:func:`held_by`); the prior is removed between
+        classes only within a state both hold.
+    reason : str
+        Why the weights were chosen.
+    """
+
+    def __init__(self, table: np.ndarray, classes, reason: str):
+        self.table = np.asarray(table)
+        self.classes = np.asarray(classes, dtype=object)
+        self.held = held_by(self.table)
+        self.reason = reason
+
+    def lines(self) -> list[str]:
+        """The table as text: a row per state, its size and the classes that hold it."""
+        out = []
+        for k, row in enumerate(self.table):
+            who = [str(c) for c, h in zip(self.classes, self.held[k], strict=True) if h]
+            shared = "all classes" if self.held[k].all() else ", ".join(who)
+            out.append(f"state {k}: {int(row.sum())} points, held by {shared}")
+        return out
+
+    def __repr__(self) -> str:
+        shared = int(self.held.all(axis=1).sum())
+        return (f"SharedStates({len(self.table)} states, {shared} held by every class; "
+                f"{self.reason})")

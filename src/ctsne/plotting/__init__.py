@@ -2,7 +2,8 @@
 
 The public functions are re-exported here (``ctsne.plotting.plot_embedding``); they live in
 :mod:`~ctsne.plotting.figures` (drawing embeddings) and :mod:`~ctsne.plotting.scores`
-(how much a label shows).
+(how much a label shows) and :mod:`~ctsne.plotting.states` (what shared-state
+conditioning found).
 """
 
 from .figures import (
@@ -13,6 +14,7 @@ from .figures import (
     save_figure,
 )
 from .scores import plot_scores, prior_scores
+from .states import plot_states
 
 __all__ = ["label_colors", "plot_comparison", "plot_embedding", "plot_embeddings",
-           "plot_scores", "prior_scores", "save_figure"]
+           "plot_scores", "plot_states", "prior_scores", "save_figure"]
