@@ -87,7 +87,7 @@ def run(name: str, seed: int, small: bool, draw: bool) -> tuple[dict, dict, dict
         maps[method] = Y
         k = getattr(model, "shared_states_", None)
         notes[method] = (f"{model.conditioning_}, {model.affinities_}"
-                         + ("" if k is None else f", {k.shape[0]} states"))
+                         + ("" if k is None else f", {len(k.table)} states"))
     for method in PEERS_TSNE + PEERS_UMAP:
         if method in peers and not (draw and method in FIGURE):
             rows[method] = peers[method]
