@@ -244,7 +244,8 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
             mode, reason = choose_conditioning(table)
         found = SharedStates(table, self.prior_.classes[0], reason)
         if self.verbose:
-            print(f"ctsne: conditioning {mode}: {len(table)} states, {reason} "
+            k = len(table)
+            print(f"ctsne: conditioning {mode}: {k} state{'' if k == 1 else 's'}, {reason} "
                   f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
             for line in found.lines():
                 print(f"ctsne:   {line}", file=sys.stderr)
