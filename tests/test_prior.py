@@ -99,3 +99,17 @@ def test_wrong_length_is_rejected():
         make_prior([1, 2, 3], 4)
     with pytest.raises(ValueError, match="combine"):
         make_prior([1, 2, 1, 2], 4, combine="sum")
+
+
+def test_a_prior_that_only_converts_to_an_array_is_used_as_its_array():
+    # scikit-learn's _NotAnArray has __array__ and no len()
+    class OnlyArray:
+        def __init__(self, values):
+            self.values = values
+
+        def __array__(self, dtype=None, copy=None):
+            return np.asarray(self.values)
+
+    labels = np.array([0, 1, 1, 0, 2, 2])
+    got = make_prior(OnlyArray(labels), 6)
+    np.testing.assert_array_equal(got.codes[0], make_prior(labels, 6).codes[0])

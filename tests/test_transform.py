@@ -163,3 +163,24 @@ def test_reference_neighbours_in_the_new_points_tree_order(rng):
     D = np.sqrt(((X_new[:, None] - X_ref[None]) ** 2).sum(-1))
     np.testing.assert_array_equal(idx, np.argsort(D, axis=1)[:, :6])
     np.testing.assert_allclose(dist, np.sort(D, axis=1)[:, :6], rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", ["ConditionalTSNE", "ConditionalUMAP"])
+def test_a_new_row_far_outside_the_training_data_is_placed_with_a_warning(cls):
+    # a value near 1e155 overflowed the squared distances (an IndexError in the search);
+    # the training data and the new rows now share one safe scale, as a fit's data does
+    import ctsne
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 5)), rng.integers(0, 2, 300)
+    kw = {"n_iter": 30, "early_exaggeration_iter": 30} if cls == "ConditionalTSNE" else {
+        "n_epochs": 20}
+    model = getattr(ctsne, cls)(random_state=0, **kw).fit(X, y)
+    X_new = X[:3].copy()
+    X_new[1, 2] = 1e155
+    with pytest.warns(UserWarning, match=r"row 1 of X_new lies far outside the training"):
+        Y = model.transform(X_new, y[:3])
+    assert Y.shape == (3, 2) and np.all(np.isfinite(Y))
+    # rows within range are placed as they would be on their own
+    np.testing.assert_allclose(Y[[0, 2]], model.transform(X_new[[0, 2]], y[[0, 2]]),
+                               atol=1e-8)

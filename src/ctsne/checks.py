@@ -43,6 +43,16 @@ def to_safe_scale(X: np.ndarray) -> np.ndarray:
     return np.ldexp(X, -exp)
 
 
+def to_common_safe_scale(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The arrays, all times one power of two where their joint magnitude is extreme (as
+    :func:`to_safe_scale`: distances between rows of different arrays keep their ratios)."""
+    top = max((float(np.max(np.abs(a))) for a in arrays if a.size), default=0.0)
+    exp = int(np.frexp(top)[1]) if top > 0.0 else 0
+    if -SAFE_EXP <= exp <= SAFE_EXP:
+        return arrays
+    return tuple(np.ldexp(a, -exp) for a in arrays)
+
+
 # Neighbour distances below this share of the largest row norm may be rounding rather than
 # distance (pynndescent computes in float32; scikit-learn's brute force expands
 # |x − y|² = |x|² − 2x·y + |y|²). Below it, a pair is a duplicate only if its coordinates

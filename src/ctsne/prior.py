@@ -346,7 +346,8 @@ def split_columns(prior, n: int) -> list:
         raise ValueError(
             f"prior must be labels of shape (n,) or (n, m), got an array of shape {arr.shape}"
         )
-    return [prior]
+    # an object that only converts (``__array__``, no length) is used as its array
+    return [prior if hasattr(prior, "__len__") else arr]
 
 
 def column_names(prior, count: int) -> list[str]:

@@ -450,11 +450,11 @@ class ConditionalTSNE(ConditionalEmbedding):
         -------
         ndarray (m, n_components)
         """
-        X_new = self._new_points(X_new)
+        X_ref, X_new = self._reference_pair(self._new_points(X_new))
         with threads(self.n_jobs):
-            return self._engine().place(self.training_data_, self.embedding_, X_new, self.prior_,
-                                prior_new, perplexity=perplexity, n_iter=n_iter, theta=theta,
-                                metric=self.metric, n_jobs=self.n_jobs)
+            return self._engine().place(X_ref, self.embedding_, X_new, self.prior_, prior_new,
+                                        perplexity=perplexity, n_iter=n_iter, theta=theta,
+                                        metric=self.metric, n_jobs=self.n_jobs)
 
 
 # The Parameters section is built from the parameter table, the one place of each

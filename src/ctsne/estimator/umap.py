@@ -299,7 +299,7 @@ class GraphEmbedding(ConditionalEmbedding):
 
     def _reference_neighbors(self, X_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The new rows' nearest training rows, searched as the fit searched its lists."""
-        X_ref = self.training_data_
+        X_ref, X_new = self._reference_pair(X_new, stacklevel=5)
         k = self._n_reference()
         if is_exact_search(*X_ref.shape, self.neighbors):
             return reference_neighbors(X_ref, X_new, k, self.metric, self.n_jobs)

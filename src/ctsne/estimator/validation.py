@@ -199,6 +199,9 @@ def check_feature_names(names, n_features: int) -> np.ndarray:
 # P from ctsne's own builders is symmetric to rounding; a P that is not symmetrised at all
 # differs by the size of its entries.
 _SYMMETRY_TOL = 1e-9
+# A new row whose largest magnitude exceeds this multiple of the training data's is far
+# outside it (transform warns).
+FAR_OUTSIDE = 1e6
 # As the exact objective's check: a normalised P sums to 1 up to rounding.
 _SUM_TOL = 1e-6
 
@@ -285,6 +288,30 @@ class DescribedInput:
                              f"{p} features as input: X_new has {m} features but the model "
                              f"was fitted on {p}; give the same features, in the same order")
         return X_new
+
+    def _reference_pair(self, X_new: np.ndarray, stacklevel: int = 4
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """The training data and ``X_new`` at one safe scale (by a power of two, exact, as
+        the fit scales extreme data), warning about new rows far outside the training
+        data's range: such a row has every training point about equally far away.
+        ``stacklevel`` counts from the warning to the user's call."""
+        import warnings
+
+        from ..checks import to_common_safe_scale
+
+        X_ref = self.training_data_
+        ref_top = float(np.max(np.abs(X_ref))) if X_ref.size else 0.0
+        row_top = np.max(np.abs(X_new), axis=1) if X_new.size else np.zeros(len(X_new))
+        far = np.flatnonzero(row_top > FAR_OUTSIDE * max(ref_top, np.finfo(float).tiny))
+        if len(far):
+            shown = ", ".join(str(int(i)) for i in far[:10]) + (", …" if len(far) > 10 else "")
+            rows = f"row {shown} of X_new lies" if len(far) == 1 else f"rows {shown} of X_new lie"
+            warnings.warn(f"{rows} far outside the training data (largest "
+                          f"magnitude {row_top[far].max():.3g} against {ref_top:.3g}): every "
+                          "training point is about equally far from them, so where they land "
+                          "says little; check them for unit or scaling errors",
+                          UserWarning, stacklevel=stacklevel)
+        return to_common_safe_scale(X_ref, X_new)
 
     def describe_input(self, feature_names=None, **provenance) -> DescribedInput:
         """Record what the training data was, to keep with a saved model.
