@@ -194,3 +194,22 @@ def test_plot_takes_scanpys_basis(fitted):
 def test_record_has_the_method(fitted):
     assert fitted.uns["X_ctsne"]["method"] == "ConditionalTSNE"
     assert "callbacks" not in fitted.uns["X_ctsne"]["params"]
+
+
+def test_an_anndata_of_pcs_only_uses_its_pcs():
+    # built from PCs: n_vars = 0, the data in obsm["X_pca"] (scanpy's rule takes it)
+    anndata = pytest.importorskip("anndata")
+    import pandas as pd
+
+    import ctsne
+
+    rng = np.random.default_rng(0)
+    pcs = rng.normal(size=(120, 6))
+    obs = pd.DataFrame({"batch": rng.integers(0, 2, 120).astype(str)},
+                       index=[f"c{i}" for i in range(120)])
+    adata = anndata.AnnData(np.zeros((120, 0)), obs=obs, obsm={"X_pca": pcs})
+    ctsne.tl.ctsne(adata, prior="batch", random_state=0, n_iter=20, early_exaggeration_iter=20)
+    assert adata.uns["X_ctsne"]["params"]["representation"] == "obsm['X_pca']"
+    bare = anndata.AnnData(np.zeros((120, 0)), obs=obs, obsm={"X_umap": pcs[:, :2]})
+    with pytest.raises(ValueError, match=r"pass use_rep= .*'X_umap'"):
+        ctsne.tl.ctsne(bare, prior="batch")

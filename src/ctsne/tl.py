@@ -6,7 +6,7 @@ Which data is embedded (scanpy's rule for ``use_rep=None``, as in ``sc.tl.tsne``
 
 * ``layer=`` given: that layer, all its variables;
 * else ``use_rep=`` given: ``adata.obsm[use_rep]``, or ``.X`` for ``use_rep="X"``;
-* else ``.X`` when it has at most 50 variables (scanpy's ``settings.N_PCS``);
+* else ``.X`` when it has 1 to 50 variables (scanpy's ``settings.N_PCS``);
 * else ``obsm["X_pca"]`` when present;
 * else an error asking for ``sc.pp.pca(adata)`` or ``use_rep="X"``. scanpy would run a
   PCA with default settings here; ctsne does not compute one behind the user's back.
@@ -45,10 +45,14 @@ def _representation(adata, use_rep: str | None, layer: str | None) -> tuple[obje
                            f"(there are: {list(adata.layers.keys())})")
         return adata.layers[layer], f"layers[{layer!r}]"
     if use_rep is None:
-        if adata.n_vars <= _SMALL_X:
+        if 0 < adata.n_vars <= _SMALL_X:
             return adata.X, "X"
         if "X_pca" in adata.obsm:
             return adata.obsm["X_pca"], "obsm['X_pca']"
+        if adata.n_vars == 0:
+            raise ValueError("adata has no variables (an empty .X) and no obsm['X_pca']; "
+                             "pass use_rep= the obsm key that holds the data to embed "
+                             f"(there are: {list(adata.obsm.keys())})")
         raise ValueError(
             f"adata has {adata.n_vars} variables and no obsm['X_pca']; run sc.pp.pca(adata) "
             "first (scanpy's default representation), or pass use_rep='X' to embed all "
