@@ -184,3 +184,22 @@ def test_a_new_row_far_outside_the_training_data_is_placed_with_a_warning(cls):
     # rows within range are placed as they would be on their own
     np.testing.assert_allclose(Y[[0, 2]], model.transform(X_new[[0, 2]], y[[0, 2]]),
                                atol=1e-8)
+
+
+def test_a_pipeline_routes_the_new_points_labels_as_the_warning_says():
+    import sklearn
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(200, 4)), rng.integers(0, 2, 200)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = ConditionalTSNE(n_iter=20, early_exaggeration_iter=20, random_state=0)
+        pipe = make_pipeline(StandardScaler(), est.set_fit_request(prior=True))
+        pipe.fit(X, prior=y)
+        with pytest.warns(UserWarning, match=r"set_transform_request\(prior_new=True\)"):
+            pipe.transform(X[:3])
+        est.set_transform_request(prior_new=True)
+        Y = pipe.transform(X[:3], prior_new=y[:3])
+    direct = est.transform(StandardScaler().fit(X).transform(X[:3]), y[:3])
+    np.testing.assert_allclose(Y, direct, atol=1e-10)

@@ -49,6 +49,14 @@ from ..tuning import PLACEMENT_QUERY_CHUNK as QUERY_CHUNK
 
 __all__ = ["encode_new_prior", "placement_objective", "place_points", "reference_neighbors"]
 
+# transform's warning where a model fitted with a prior gets no labels for the new points
+NO_PRIOR_NEW = ("prior_new not given for a model fitted with a prior: every pair gets weight "
+                "β' (plain placement); pass the new points' labels, transform(X_new, "
+                "labels), to place them with the conditional repulsion (in a Pipeline, with "
+                "sklearn.set_config(enable_metadata_routing=True): "
+                "model.set_transform_request(prior_new=True), then "
+                "pipe.transform(X, prior_new=labels))")
+
 # A new point has settled once its step stayed below STEP_TOL (map units, where the kernel
 # has unit width) for CALM_STEPS steps in a row; it then stops moving and is no longer
 # evaluated. Measured on a 2,000-point map and on the 100,000-point benchmark map: a step
@@ -208,10 +216,7 @@ def place_points(
                          f"reference points; use perplexity < {k}")
     codes_new = encode_new_prior(prior, prior_new, m)
     if prior is not None and not codes_new:
-        warnings.warn("prior_new not given for a model fitted with a prior: every pair "
-                      "gets weight β' (plain t-SNE placement); pass the new points' labels "
-                      "to place them with the conditional repulsion", UserWarning,
-                      stacklevel=3)
+        warnings.warn(NO_PRIOR_NEW, UserWarning, stacklevel=3)
         codes_new = [np.full(m, -1, dtype=np.int64) for _ in prior.codes]
     codes_ref = list(prior.codes) if prior is not None else []
     alphas = list(prior.alphas) if prior is not None else []

@@ -46,7 +46,7 @@ from ..optimization.sgd import edge_keys, epochs_per_sample
 from ..optimization.spectral import pca_init, spectral_init
 from .base import ConditionalEmbedding, callback_list
 from .parameters import with_parameters
-from .placement import encode_new_prior, reference_neighbors
+from .placement import NO_PRIOR_NEW, encode_new_prior, reference_neighbors
 from .umap_parameters import UMAP_PARAMETERS, check_embedding_params, default_epochs
 from .validation import threads
 
@@ -286,10 +286,7 @@ class GraphEmbedding(ConditionalEmbedding):
         if prior is None or prior.is_trivial:
             return NegativeSampler.uniform(n), None
         if not columns:
-            warnings.warn("prior_new not given for a model fitted with a prior: every pair "
-                          "gets weight β' (plain placement); pass the new points' labels to "
-                          "place them with the conditional repulsion", UserWarning,
-                          stacklevel=3)
+            warnings.warn(NO_PRIOR_NEW, UserWarning, stacklevel=3)
             columns = [np.full(m, -1, dtype=np.int64) for _ in prior.codes]
         joint, W = prior.group_weights()
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
