@@ -42,6 +42,8 @@ HIGHLIGHT_COLORS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purpl
 MAX_LEGEND = 30
 # Numeric colour labels with more distinct values than this get a colour scale.
 MAX_CATEGORIES = 20
+# Points drawn without colour labels.
+_UNCOLOURED = (0.35, 0.35, 0.35, 1.0)
 
 
 def _label_codes(values) -> tuple[np.ndarray, list]:
@@ -110,7 +112,7 @@ class _ColorSpec:
         self.name = name
         self.continuous = False
         self.levels: list = [None]
-        self.colors: dict = {None: (0.35, 0.35, 0.35, 1.0)}
+        self.colors: dict = {None: _UNCOLOURED}
         if values is None:
             return
         values = np.asarray(values)
@@ -135,8 +137,9 @@ class _ColorSpec:
             self.levels = [lv for lv in known if lv in set(shown)] + new  # legend order
 
     def rgba(self, values, n: int) -> np.ndarray:
-        if values is None:
-            return np.tile(self.colors[None], (n, 1))
+        if values is None:  # no labels, e.g. for a map's points when the model did not
+            # keep the colour column (a spec of categorical levels has no colour for None)
+            return np.tile(self.colors.get(None, _UNCOLOURED), (n, 1))
         values = np.asarray(values)
         if self.continuous:
             from matplotlib import colormaps

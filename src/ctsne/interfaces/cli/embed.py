@@ -16,7 +16,7 @@ from ...estimator import registry
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
 from . import defaults
 from .interrupt import CtrlC
-from .shared import FLAGS, check_device, fmt, note, report_features
+from .shared import FLAGS, check_device, fmt, label_columns, note, report_features
 
 __all__ = ["embed"]
 
@@ -171,16 +171,6 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
             raise DataError(f"{args.meta} has {meta.n_rows} rows but {args.input} has "
                             f"{table.n_rows}; they must have the same rows, in order")
         table.columns.update(meta.columns)
-    if args.marker:
-        from ...plotting.figures import marker_levels
-
-        # fail now, not after the embedding has been computed and written
-        try:
-            marker_levels(table.column(args.marker), f"--marker column {args.marker!r}")
-        except DataError:
-            raise
-        except ValueError as exc:
-            raise DataError(f"{exc} (--color {args.marker})") from None
     if resumed is not None:
         from ..files.models import provenance
 
@@ -191,11 +181,8 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
             args.prior = list(saved)
             note(args, f"note: resuming with the model's prior {', '.join(saved)} (give "
                  "--prior to replace it)")
-    color = args.color or (args.prior[0] if args.prior and args.plot else None)
-    labels = list(dict.fromkeys([*args.prior, *(c for c in (color, args.marker) if c),
-                                 *args.keep]))
-    for name in labels:
-        table.column(name)  # fail early, listing the columns, if one is missing
+    # fail now, not after the embedding has been computed and written
+    color, labels = label_columns(args, table)
     # rows for a saved model take the columns it was fitted on
     roles = assign_columns(table, args.columns, args.label_columns, args.exclude,
                            args.prior, args.include_prior,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
-from .shared import note, report_features, warn
+from .shared import label_columns, note, report_features, warn
 
 __all__ = ["place"]
 
@@ -189,11 +189,8 @@ def place(args: argparse.Namespace) -> int:
             raise DataError(f"{args.meta} has {meta.n_rows} rows but {args.input} has "
                             f"{table.n_rows}; they must have the same rows, in order")
         table.columns.update(meta.columns)
-    color = args.color or (args.prior[0] if args.prior and args.plot else None)
-    labels = list(dict.fromkeys([*args.prior, *(c for c in (color, args.marker) if c),
-                                 *args.keep]))
-    for name in labels:
-        table.column(name)  # fail early, listing the columns, if one is missing
+    # the columns a fit would write (the same rule), checked before any work
+    color, labels = label_columns(args, table)
     exclude = [*args.exclude, *([] if args.include_prior else args.prior)]
     # rows for a saved model take the columns it was fitted on
     roles = assign_columns(table, args.columns, args.label_columns, args.exclude,

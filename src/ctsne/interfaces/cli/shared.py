@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..files.tables import Table
 
 __all__ = ["FLAGS", "aligned", "check_device", "check_table_and_plot", "cli_wording", "fmt",
-           "note", "report_features", "warn"]
+           "label_columns", "note", "report_features", "warn"]
 
 # The estimators' parameters that options set, by the option that sets them: messages
 # name the option (cli_wording), and the option checks name it too.
@@ -114,6 +114,36 @@ def check_table_and_plot(args: argparse.Namespace) -> None:
     for path, kinds in ((args.output, TABLE_FORMATS), (args.plot, FIGURE_FORMATS)):
         if path:
             check_output(path, args.force, kinds)
+
+
+def label_columns(args: argparse.Namespace, table: Table) -> tuple[str | None, list[str]]:
+    """``ctsne embed``'s colour column and the label columns written with its points.
+
+    The one rule of a fit and of ``--reference``: the colour is ``--color``, else with
+    ``--plot`` the first prior column; the labels written are the prior columns, the
+    colour, ``--marker`` and ``--keep``. Each is checked now, before any long work: a
+    column not in ``table`` fails listing the columns, and a ``--marker`` with more values
+    than there are marker shapes fails too.
+
+    Returns
+    -------
+    (color, labels) : the colour column (None for none) and the label columns, in order.
+    """
+    from ...plotting.figures import marker_levels
+
+    color = args.color or (args.prior[0] if args.prior and args.plot else None)
+    labels = list(dict.fromkeys([*args.prior, *(c for c in (color, args.marker) if c),
+                                 *args.keep]))
+    for name in labels:
+        table.column(name)  # fail early, listing the columns, if one is missing
+    if args.marker:
+        try:
+            marker_levels(table.column(args.marker), f"--marker column {args.marker!r}")
+        except DataError:
+            raise
+        except ValueError as exc:
+            raise DataError(f"{exc} (--color {args.marker})") from None
+    return color, labels
 
 
 def aligned(table: Table, emb: Table, what: str) -> Table:
