@@ -167,3 +167,24 @@ def test_genuine_ties_are_still_named():
     found = _tie_warnings(_float32_distances(X, idx), 3, X, idx)
     assert len(found) == 1 and found[0].startswith(f"{inner.sum()} points have more than "
                                                    "perplexity=3"), found
+
+
+@pytest.mark.parametrize("name", ["ConditionalTSNE", "ConditionalUMAP", "ConditionalLargeVis"])
+def test_every_estimator_names_a_row_far_outside_the_others(name):
+    import ctsne
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 4))
+    X[7, 1] = 1e300
+    kw = ({"n_iter": 10, "early_exaggeration_iter": 10} if name == "ConditionalTSNE"
+          else {"n_epochs": 5})
+    with pytest.warns(UserWarning, match=r"row 7 lies far outside the other rows of X") as rec:
+        getattr(ctsne, name)(random_state=0, **kw).fit(X)
+    far = [w for w in rec if "far outside" in str(w.message)]
+    assert far[0].filename == __file__  # pointed at the user's call
+    X[7, 1] = 3.0  # an ordinary row: no warning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        getattr(ctsne, name)(random_state=0, **kw).fit(X)

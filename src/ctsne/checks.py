@@ -27,6 +27,30 @@ def check_spread(X: np.ndarray) -> None:
             "there is nothing to embed; check that the right columns were read")
 
 
+# A row whose distance from the data's median exceeds this multiple of the typical row's
+# (or, for transform's new rows, whose magnitude exceeds this multiple of the training
+# data's) lies far outside the data: at a safe scale it squeezes the other rows' distances
+# towards rounding, or has every point about equally far away.
+FAR_OUTSIDE = 1e6
+
+
+def warn_far_rows(X: np.ndarray, stacklevel: int) -> None:
+    """Warn, naming them, about rows of X far outside the others (:data:`FAR_OUTSIDE`)."""
+    if X.shape[0] < 3:
+        return
+    spread = np.max(np.abs(X - np.median(X, axis=0)), axis=1)
+    typical = float(np.median(spread))
+    far = np.flatnonzero(spread > FAR_OUTSIDE * typical) if typical > 0.0 else []
+    if len(far):
+        shown = ", ".join(str(int(i)) for i in far[:10]) + (", …" if len(far) > 10 else "")
+        rows = f"row {shown} lies" if len(far) == 1 else f"rows {shown} lie"
+        warnings.warn(f"{rows} far outside the other rows of X (distance {spread[far].max():.3g} "
+                      f"from the median against a typical {typical:.3g}): the other rows' "
+                      "distances shrink towards rounding beside it and the map loses their "
+                      "neighbours; check them for unit or scaling errors, or leave them out",
+                      UserWarning, stacklevel=stacklevel + 1)
+
+
 def to_safe_scale(X: np.ndarray) -> np.ndarray:
     """X, or X times a power of two when its magnitude is extreme (a scaled copy).
 

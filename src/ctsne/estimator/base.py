@@ -36,7 +36,7 @@ from ..affinities.modes import (
     warn_if_separated,
 )
 from ..affinities.options import mode_name
-from ..checks import check_spread, to_safe_scale
+from ..checks import check_spread, to_safe_scale, warn_far_rows
 from ..prior import Prior, make_prior
 from .engine import Engine, choose_engine
 from .parameters import Parameter
@@ -162,6 +162,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         n = X.shape[0]
         engine = self._check_fit(n)  # refuses what the fit could not do, before any work
         check_spread(X)
+        warn_far_rows(X, stacklevel=4)  # the user's call to fit (through fit_transform)
         mode = None if knn is None else self._given_lists(knn, n)
         self.__dict__.pop("input_provenance_", None)  # it described the previous data
         classes = self._encode_prior(prior, n)  # refuses β' out of range, before the search

@@ -199,9 +199,6 @@ def check_feature_names(names, n_features: int) -> np.ndarray:
 # P from ctsne's own builders is symmetric to rounding; a P that is not symmetrised at all
 # differs by the size of its entries.
 _SYMMETRY_TOL = 1e-9
-# A new row whose largest magnitude exceeds this multiple of the training data's is far
-# outside it (transform warns).
-FAR_OUTSIDE = 1e6
 # As the exact objective's check: a normalised P sums to 1 up to rounding.
 _SUM_TOL = 1e-6
 
@@ -297,7 +294,7 @@ class DescribedInput:
         ``stacklevel`` counts from the warning to the user's call."""
         import warnings
 
-        from ..checks import to_common_safe_scale
+        from ..checks import FAR_OUTSIDE, to_common_safe_scale
 
         X_ref = self.training_data_
         ref_top = float(np.max(np.abs(X_ref))) if X_ref.size else 0.0
