@@ -34,6 +34,12 @@ def check_spread(X: np.ndarray) -> None:
 FAR_OUTSIDE = 1e6
 
 
+def rows_named(rows: np.ndarray, of: str = "") -> str:
+    """"row 7 lies" or "rows 3, 9 lie" (the first ten), for warnings that name rows."""
+    shown = ", ".join(str(int(i)) for i in rows[:10]) + (", …" if len(rows) > 10 else "")
+    return f"row {shown}{of} lies" if len(rows) == 1 else f"rows {shown}{of} lie"
+
+
 def warn_far_rows(X: np.ndarray, stacklevel: int) -> None:
     """Warn, naming them, about rows of X far outside the others (:data:`FAR_OUTSIDE`)."""
     if X.shape[0] < 3:
@@ -42,13 +48,11 @@ def warn_far_rows(X: np.ndarray, stacklevel: int) -> None:
     typical = float(np.median(spread))
     far = np.flatnonzero(spread > FAR_OUTSIDE * typical) if typical > 0.0 else []
     if len(far):
-        shown = ", ".join(str(int(i)) for i in far[:10]) + (", …" if len(far) > 10 else "")
-        rows = f"row {shown} lies" if len(far) == 1 else f"rows {shown} lie"
-        warnings.warn(f"{rows} far outside the other rows of X (distance {spread[far].max():.3g} "
-                      f"from the median against a typical {typical:.3g}): the other rows' "
-                      "distances shrink towards rounding beside it and the map loses their "
-                      "neighbours; check them for unit or scaling errors, or leave them out",
-                      UserWarning, stacklevel=stacklevel + 1)
+        warnings.warn(f"{rows_named(far)} far outside the other rows of X (distance "
+                      f"{spread[far].max():.3g} from the median against a typical "
+                      f"{typical:.3g}): the other rows' distances shrink towards rounding "
+                      "beside it and the map loses their neighbours; check them for unit or "
+                      "scaling errors, or leave them out", UserWarning, stacklevel=stacklevel + 1)
 
 
 def to_safe_scale(X: np.ndarray) -> np.ndarray:

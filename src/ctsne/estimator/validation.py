@@ -294,20 +294,18 @@ class DescribedInput:
         ``stacklevel`` counts from the warning to the user's call."""
         import warnings
 
-        from ..checks import FAR_OUTSIDE, to_common_safe_scale
+        from ..checks import FAR_OUTSIDE, rows_named, to_common_safe_scale
 
         X_ref = self.training_data_
         ref_top = float(np.max(np.abs(X_ref))) if X_ref.size else 0.0
         row_top = np.max(np.abs(X_new), axis=1) if X_new.size else np.zeros(len(X_new))
         far = np.flatnonzero(row_top > FAR_OUTSIDE * max(ref_top, np.finfo(float).tiny))
         if len(far):
-            shown = ", ".join(str(int(i)) for i in far[:10]) + (", …" if len(far) > 10 else "")
-            rows = f"row {shown} of X_new lies" if len(far) == 1 else f"rows {shown} of X_new lie"
-            warnings.warn(f"{rows} far outside the training data (largest "
-                          f"magnitude {row_top[far].max():.3g} against {ref_top:.3g}): every "
-                          "training point is about equally far from them, so where they land "
-                          "says little; check them for unit or scaling errors",
-                          UserWarning, stacklevel=stacklevel)
+            warnings.warn(f"{rows_named(far, ' of X_new')} far outside the training data "
+                          f"(largest magnitude {row_top[far].max():.3g} against "
+                          f"{ref_top:.3g}): every training point is about equally far from "
+                          "them, so where they land says little; check them for unit or "
+                          "scaling errors", UserWarning, stacklevel=stacklevel)
         return to_common_safe_scale(X_ref, X_new)
 
     def describe_input(self, feature_names=None, **provenance) -> DescribedInput:
