@@ -71,3 +71,27 @@ def test_background_without_labels_takes_a_categorical_colour():
                         color_name="marker_label", background=rng.normal(size=(30, 2)))
     assert len(ax.collections) == 2  # the faded map, then the points
     ax.figure.clf()
+
+
+def test_an_h5ad_is_read_by_scanpys_rule_and_the_cli_says_which_matrix(tmp_path, capsys):
+    # the same object gave .X (765 genes) to ctsne embed and obsm["X_pca"] to tl.ctsne
+    anndata = pytest.importorskip("anndata")
+    import pandas as pd
+
+    from ctsne.interfaces.cli.main import main
+
+    rng = np.random.default_rng(0)
+    obs = pd.DataFrame({"phase": rng.choice(["G1", "S"], 80)},
+                       index=[f"c{i}" for i in range(80)])
+    adata = anndata.AnnData(rng.normal(size=(80, 60)), obs=obs,
+                            obsm={"X_pca": rng.normal(size=(80, 5))})
+    adata.write_h5ad(tmp_path / "a.h5ad")
+    out = tmp_path / "e.csv"
+    assert main(["embed", str(tmp_path / "a.h5ad"), "--prior", "phase", "--perplexity", "5",
+                 "--n-iter", "10", "-o", str(out), "--save-model", str(tmp_path / "m.pkl")]) == 0
+    assert "embedding obsm['X_pca'] of" in capsys.readouterr().err
+    import pickle
+
+    with open(tmp_path / "m.pkl", "rb") as fh:
+        model = pickle.load(fh)
+    assert model.n_features_in_ == 5  # the PCs, not the 60 variables

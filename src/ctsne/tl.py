@@ -26,7 +26,7 @@ import numpy as np
 from .estimator import registry
 from .prior import DEFAULT_BETA
 
-__all__ = ["ctsne", "cumap", "clargevis", "fit_record", "DENSE_LIMIT_BYTES"]
+__all__ = ["representation", "ctsne", "cumap", "clargevis", "fit_record", "DENSE_LIMIT_BYTES"]
 
 DENSE_LIMIT_BYTES = 2 << 30
 # scanpy's settings.N_PCS: up to this many variables .X is used directly
@@ -34,8 +34,10 @@ _SMALL_X = 50
 _TSNE, _UMAP, _LARGEVIS = (registry.method(key) for key in ("tsne", "umap", "largevis"))
 
 
-def _representation(adata, use_rep: str | None, layer: str | None) -> tuple[object, str]:
-    """The matrix to embed and a name for it, by scanpy's rule (module docstring)."""
+def representation(adata, use_rep: str | None = None, layer: str | None = None
+                   ) -> tuple[object, str]:
+    """The matrix of ``adata`` to embed and a name for it, by scanpy's rule (module
+    docstring); ``ctsne embed`` reads an ``.h5ad`` by the same rule."""
     if layer is not None:
         if use_rep not in (None, "X"):
             raise ValueError(f"give layer= or use_rep=, not both (layer={layer!r}, "
@@ -111,7 +113,7 @@ def _setup(adata, estimator, copy: bool, use_rep, layer, prior, beta, kwargs: di
         raise TypeError(f"adata must be an AnnData object, got {type(adata).__name__}")
     if copy:
         adata = adata.copy()
-    data, source = _representation(adata, use_rep, layer)
+    data, source = representation(adata, use_rep, layer)
     labels = _prior(adata, prior)
     if beta is None and kwargs.get("alpha") is None:
         beta = DEFAULT_BETA  # recorded as used, not as None

@@ -165,6 +165,9 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
 
     table = read_table(args.input, id_column=args.id, obsm=args.obsm, layer=args.layer,
                        sep=args.sep)
+    if table.source is not None:
+        note(args, f"note: embedding {table.source} of {args.input} (scanpy's rule, as "
+             "ctsne.tl; --obsm KEY or --layer NAME chooses)")
     if args.meta:
         meta = read_table(args.meta, sep=args.sep)
         if meta.n_rows != table.n_rows:

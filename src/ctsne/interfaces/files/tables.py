@@ -57,6 +57,7 @@ class Table:
     matrix_names: list[str] = field(default_factory=list)
     adata: Any = None
     path: Path | None = None
+    source: str | None = None  # which matrix of an .h5ad: "X", "obsm['X_pca']", …
 
     @property
     def n_rows(self) -> int:
@@ -66,7 +67,7 @@ class Table:
         """The table restricted to ``rows`` (indices or mask), in that order."""
         return Table({k: v[rows] for k, v in self.columns.items()}, self.ids[rows],
                      None if self.matrix is None else self.matrix[rows], self.matrix_names,
-                     None if self.adata is None else self.adata[rows], self.path)
+                     None if self.adata is None else self.adata[rows], self.path, self.source)
 
     def column(self, name: str) -> np.ndarray:
         """The column ``name``, with an error listing the available columns if absent."""
@@ -333,12 +334,24 @@ def _read_h5ad(path: Path, obsm: str | None, layer: str | None) -> Table:
             raise DataError(f"{path}: no layer {layer!r} (have: {', '.join(adata.layers)})")
         X, names = adata.layers[layer], [str(v) for v in adata.var_names]
     else:
-        X, names = adata.X, [str(v) for v in adata.var_names]
+        # scanpy's rule, as ctsne.tl reads the same object: .X up to 50 variables, else
+        # obsm["X_pca"]
+        from ...tl import representation
+
+        try:
+            X, source = representation(adata)
+        except (ValueError, KeyError) as exc:
+            raise DataError(f"{path}: {str(exc).strip(chr(39))}; or choose with --obsm KEY "
+                            "or --layer NAME") from None
+        names = ([str(v) for v in adata.var_names] if source == "X"
+                 else [f"X_pca_{j}" for j in range(np.shape(X)[1])])
     if X is None:
         raise DataError(f"{path}: the AnnData has no X; choose features with --obsm KEY")
     X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    source = (f"obsm[{obsm!r}]" if obsm is not None else f"layers[{layer!r}]"
+              if layer is not None else source)
     return Table(_frame_columns(adata.obs), np.asarray(adata.obs_names, dtype=object),
-                 X.astype(np.float64), names, adata=adata, path=path)
+                 X.astype(np.float64), names, adata=adata, path=path, source=source)
 
 
 def read_ids(path: str | os.PathLike) -> np.ndarray:
