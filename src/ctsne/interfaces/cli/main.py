@@ -85,7 +85,8 @@ def _data_options(p: argparse.ArgumentParser, features: bool = True) -> None:
     g = p.add_argument_group("reading the input")
     g.add_argument("--id", metavar="COL", help="column holding row ids (default: row numbers, "
                    "or an unnamed first column, or an AnnData's obs names)")
-    g.add_argument("--obsm", metavar="KEY", help=".h5ad: features from obsm[KEY] (e.g. X_pca)")
+    g.add_argument("--obsm", metavar="KEY", help=".h5ad: features from obsm[KEY] (e.g. X_pca); "
+                   "default scanpy's rule: .X up to 50 variables, else obsm['X_pca']")
     g.add_argument("--layer", metavar="NAME", help=".h5ad: features from layers[NAME]")
     g.add_argument("--sep", metavar="CHAR", help="field separator of text tables (default: "
                    "tab for .tsv; for .csv detected among , ; and tab)")
