@@ -62,13 +62,7 @@ def to_safe_scale(X: np.ndarray) -> np.ndarray:
     ratios are those of X; only squared distances that would underflow (|X| ~ 1e-300) or
     overflow (|X| ~ 1e300) are avoided.
     """
-    top = float(np.max(np.abs(X))) if X.size else 0.0
-    if top == 0.0:
-        return X
-    exp = int(np.frexp(top)[1])
-    if -SAFE_EXP <= exp <= SAFE_EXP:
-        return X
-    return np.ldexp(X, -exp)
+    return to_common_safe_scale(X)[0]
 
 
 def to_common_safe_scale(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:

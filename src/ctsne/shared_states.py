@@ -62,14 +62,17 @@ class SharedStatePrior(Prior):
                PriorTerm(1.0 - b, groups, int(groups.max()) + 1)]
         return [t for t in out if t.coef != 0.0]
 
+    def _weights(self, c_i, s_i, c_j, s_j) -> np.ndarray:
+        """The weights of the module note between points (class, state) i and j."""
+        a, b = float(self.alphas[0]), float(self.betas[0])
+        return np.where(c_i[:, None] == c_j[None, :], a,
+                        np.where(s_i[:, None] == s_j[None, :], b, 1.0))
+
     def pair_weights(self, rows: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
         """Dense block of ``w_ij`` for ``i in rows`` and ``j in cols`` (all points if None)."""
         sel = slice(None) if cols is None else cols
         c, s = self.codes[0], self.states
-        same_c = c[rows][:, None] == c[sel][None, :]
-        same_s = s[rows][:, None] == s[sel][None, :]
-        a, b = float(self.alphas[0]), float(self.betas[0])
-        return np.where(same_c, a, np.where(same_s, b, 1.0))
+        return self._weights(c[rows], s[rows], c[sel], s[sel])
 
     def group_weights(self, sources: list | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each point's (class, state) group and the groups' weight table ``W`` (G, G).
@@ -78,12 +81,10 @@ class SharedStatePrior(Prior):
         points): their weights against each group are the paper's, α' or β' (r, G).
         """
         groups, gc, gs = self._groups()
-        a, b = float(self.alphas[0]), float(self.betas[0])
-        if sources is not None:
-            return groups, np.where(np.asarray(sources[0])[:, None] == gc[None, :], a, b)
-        same_c = gc[:, None] == gc[None, :]
-        same_s = gs[:, None] == gs[None, :]
-        return groups, np.where(same_c, a, np.where(same_s, b, 1.0))
+        if sources is not None:  # an unknown state (−1) is every state: α' or β'
+            c = np.asarray(sources[0])
+            return groups, self._weights(c, np.full(len(c), -1), gc, np.full(len(gs), -1))
+        return groups, self._weights(gc, gs, gc, gs)
 
 
 def with_states(prior: Prior, states: np.ndarray) -> SharedStatePrior:

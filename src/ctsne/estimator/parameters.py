@@ -37,6 +37,7 @@ from ..neighbors.search import (
 )
 from ..prior import DEFAULT_BETA
 from ..torch_engine.device import BACKENDS, PRECISIONS
+from .states import CONDITIONINGS
 
 __all__ = ["MAX_DIMS", "METHODS", "PARAMETERS", "PARAMETERS_MARKER", "Parameter",
            "check_table", "mode_of", "parameters_section", "resolved", "with_parameters"]
@@ -251,7 +252,7 @@ PARAMETERS: dict[str, Parameter] = {
         "laid over the others' states. \"auto\": \"states\" where some states are held "
         "by several classes and others by only some, else \"classes\" "
         "(:func:`ctsne.estimator.states.choose_conditioning`); ``conditioning_`` says which.",
-        lambda v: v in ("classes", "states", "auto"),
+        lambda v: v in CONDITIONINGS,
         "conditioning must be 'auto', 'classes' or 'states', got {value!r}"),
     "max_step_norm": Parameter(
         5.0, "float or None", "Cap on each point's step length per iteration (≤ 0: none).",

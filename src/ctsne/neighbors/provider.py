@@ -31,7 +31,16 @@ from .merged import exact_merge, exact_merged_lists, merge_first, merged_standar
 from .own_first import class_tree_lists, standard_through_classes
 from .search import ExactIndex, is_exact_search, nearest_neighbors
 
-__all__ = ["NeighborLists"]
+__all__ = ["NeighborLists", "by_class"]
+
+
+def by_class(classes) -> np.ndarray | None:
+    """The classes the by-class lists are searched by (int64), or None where there are
+    none to search by (no prior, or a single class)."""
+    if classes is None:
+        return None
+    classes = np.asarray(classes, dtype=np.int64)
+    return None if len(classes) == 0 or int(classes.max()) == 0 else classes
 
 
 class NeighborLists:
@@ -55,11 +64,7 @@ class NeighborLists:
                  method: str = "auto", metric: str = "euclidean", random_state=None,
                  n_jobs: int | None = None, progress=None):
         self.X = X
-        if classes is not None:
-            classes = np.asarray(classes, dtype=np.int64)
-            if len(classes) == 0 or int(classes.max()) == 0:
-                classes = None  # one class: no list by class
-        self.classes = classes
+        self.classes = by_class(classes)
         self.method = method
         self.metric = metric
         self.random_state = random_state

@@ -272,10 +272,9 @@ class DeviceLists:
     def __init__(self, X: np.ndarray, classes, device, work_dtype=None, random_state=None,
                  n_jobs=None, method: str = "auto", metric: str = "euclidean"):
         torch = load_torch()
-        if classes is not None:
-            classes = np.asarray(classes, dtype=np.int64)
-            if len(classes) == 0 or int(classes.max()) == 0:
-                classes = None  # one class: no list by class
+        from ..neighbors.provider import by_class
+
+        classes = by_class(classes)
         self.X, self.classes, self.device = X, classes, device
         self.plan = search_plan(X.shape[0], device, method, metric)
         self.Xd = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=device)
