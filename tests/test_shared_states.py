@@ -197,3 +197,17 @@ def test_tl_keeps_the_states_and_says_which_weights():
     assert record["conditioning"] == "states"
     assert len(record["shared_states"]["points"]) == 4
     assert adjusted_rand_score(label, adata.obs["cumap_state"].cat.codes) == 1.0
+
+
+def test_another_prior_on_the_fitted_map_says_it_has_the_papers_weights():
+    X, batch, _ = _design(np.random.default_rng(4), CONFOUNDED, per=60)
+    model = ConditionalTSNE(random_state=0, n_iter=20, early_exaggeration_iter=20).fit(X, batch)
+    assert model.conditioning_ == "states"
+    model.set_prior(batch % 2)  # set_prior applies the paper's weights
+    assert model.conditioning_ == "classes" and model.states_ is None
+    assert model.shared_states_ is None and type(model.prior_) is not SharedStatePrior
+    # an encoded prior with states keeps them (fit_affinities takes it as is)
+    again = ConditionalTSNE(random_state=0, n_iter=20, early_exaggeration_iter=20)
+    shared = with_states(make_prior(batch, len(batch)), batch)
+    again.fit_affinities(model.P_, shared, init="random")
+    assert again.conditioning_ == "states" and again.shared_states_.table.shape == (3, 3)

@@ -38,6 +38,7 @@ from ..affinities.modes import (
 from ..affinities.options import mode_name
 from ..checks import check_spread, to_safe_scale, warn_far_rows
 from ..prior import Prior, make_prior
+from ..shared_states import SharedStatePrior, shared_state_table
 from .engine import Engine, choose_engine
 from .parameters import Parameter
 from .validation import DescribedInput, check_X, threads
@@ -213,10 +214,9 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         weights (:mod:`ctsne.estimator.states`); sets ``conditioning_``, ``states_`` and
         ``shared_states_`` and says on stderr what was chosen when verbose. Returns the
         space where the classes are aligned where shared states were chosen, else None."""
-        from ..shared_states import shared_state_table, with_states
+        from ..shared_states import with_states
         from .states import MIN_POINTS, SharedStates, choose_conditioning, estimate_states
 
-        self.conditioning_, self.states_, self.shared_states_ = "classes", None, None
         mode = self.conditioning if given is None else "states"
         if classes is None or mode == "classes" or self.prior_ is None:
             return None
@@ -305,8 +305,9 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
 
     # ------------------------------------------------------------------ the prior
     def _encode_prior(self, prior, n: int) -> np.ndarray | None:
-        """Set ``prior_``, ``alpha_`` and ``beta_`` (only here); the joint classes, or None
-        when there is no prior or it does not split the points.
+        """Set ``prior_``, ``alpha_`` and ``beta_`` (only here, with the paper's weights:
+        ``conditioning_`` "classes"); the joint classes, or None when there is no prior or
+        it does not split the points.
 
         ``prior``: labels as :func:`ctsne.prior.make_prior` takes them, or an encoded
         :class:`~ctsne.prior.Prior`, used as is (with its own α'/β').
@@ -319,6 +320,15 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
             beta = self._table["beta"].resolve(self.get_params(deep=False))
             self.prior_ = make_prior(prior, n, beta=beta, alpha=self.alpha,
                                      combine=self.combine, missing=self.missing)
+        # a freshly encoded prior has the paper's weights (_condition may change them); an
+        # encoded prior with states keeps its own
+        self.conditioning_, self.states_, self.shared_states_ = "classes", None, None
+        if isinstance(self.prior_, SharedStatePrior):
+            from .states import SharedStates
+
+            self.conditioning_, self.states_ = "states", self.prior_.states
+            self.shared_states_ = SharedStates(shared_state_table(self.prior_),
+                                               self.prior_.classes[0], "given with the prior")
         if self.prior_ is None:
             self.alpha_ = self.beta_ = 1.0
             return None
