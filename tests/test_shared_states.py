@@ -197,6 +197,11 @@ def test_tl_keeps_the_states_and_says_which_weights():
     assert record["conditioning"] == "states"
     assert len(record["shared_states"]["points"]) == 4
     assert adjusted_rand_score(label, adata.obs["cumap_state"].cat.codes) == 1.0
+    # a re-run with the paper's weights leaves no states column of the run before
+    ctsne.tl.cumap(adata, prior="batch", random_state=0, n_epochs=30,
+                   conditioning="classes")
+    assert "cumap_state" not in adata.obs
+    assert adata.uns["X_cumap"]["conditioning"] == "classes"
 
 
 def test_another_prior_on_the_fitted_map_says_it_has_the_papers_weights():

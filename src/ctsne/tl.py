@@ -198,10 +198,13 @@ def _keep_map(adata, key_added: str, Y, model, record: dict) -> None:
     adata.obsm[key_added] = Y
     adata.uns[key_added] = record
     states = getattr(model, "states_", None)
-    if states is not None:
+    name = key_added[2:] if key_added.startswith("X_") else key_added
+    if states is None:  # a previous run's states would contradict this record
+        if f"{name}_state" in adata.obs:
+            del adata.obs[f"{name}_state"]
+    else:
         import pandas as pd
 
-        name = key_added[2:] if key_added.startswith("X_") else key_added
         adata.obs[f"{name}_state"] = pd.Categorical(states.astype(str))
 
 

@@ -99,7 +99,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         return tags
 
     def __getstate__(self) -> dict:
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: pickling leaves the model as it is
         state.pop("_fit_engine", None)  # a device handle; chosen again after loading
         state.pop("_fit_run", None)  # P's copy in the gradient's order; made again on use
         return state
@@ -170,20 +170,22 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         given_states = self._check_states(states, n, classes)
         self._set_input(X)
         start = self._prepare(X, classes)
+        X_safe = to_safe_scale(X)
+        # under shared states, "auto" builds the standard graph of the space where the
+        # classes are aligned (a balanced graph links every point, a type one class holds
+        # alone included, to the other classes)
+        graph_on_aligned = mode is None and mode_name(self.affinities) == "auto"
         with threads(self.n_jobs):
             t0 = time.perf_counter()
-            aligned = self._condition(X, classes, given_states)
+            aligned = self._condition(X_safe, classes, given_states, graph_on_aligned)
             t_states = time.perf_counter() - t0
-            if aligned is not None and mode is None and mode_name(self.affinities) == "auto":
-                # shared states: the standard graph of the space where the classes are
-                # aligned (a balanced graph links every point, a type one class holds
-                # alone included, to the other classes)
-                X_graph, mode = aligned, Standard()
+            if aligned is not None:
+                X_graph, mode = to_safe_scale(aligned), Standard()
             else:
-                X_graph = X
+                X_graph = X_safe
             t0 = time.perf_counter()
             # the user's call to fit (through fit_transform)
-            built = self._build_affinities(to_safe_scale(X_graph),
+            built = self._build_affinities(X_graph,
                                            self._search_classes(classes), self._graph(),
                                            random_state=self._search_seed(start), mode=mode,
                                            engine=engine, stacklevel=4)
@@ -209,11 +211,14 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
                              "joint classes (combine='joint')")
         return states
 
-    def _condition(self, X: np.ndarray, classes: np.ndarray | None, given):
+    def _condition(self, X: np.ndarray, classes: np.ndarray | None, given,
+                   want_aligned: bool = True):
         """The prior's pair weights by ``conditioning``: the paper's, or shared-state
         weights (:mod:`ctsne.estimator.states`); sets ``conditioning_``, ``states_`` and
-        ``shared_states_`` and says on stderr what was chosen when verbose. Returns the
-        space where the classes are aligned where shared states were chosen, else None."""
+        ``shared_states_`` and says on stderr what was chosen when verbose. ``X`` at a safe
+        scale. Returns the space where the classes are aligned where shared states were
+        chosen and ``want_aligned``, else None (with given states and no use for that
+        space, it is not computed)."""
         from ..shared_states import with_states
         from .states import MIN_POINTS, SharedStates, choose_conditioning, estimate_states
 
@@ -226,7 +231,9 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
                                  "several priors into joint classes (combine='joint')")
             return None  # "auto": a product of priors keeps the paper's weights
         t0 = time.perf_counter()
-        if len(X) < MIN_POINTS or X.shape[1] < 2:
+        if given is not None and not want_aligned:
+            states, aligned = given, None
+        elif len(X) < MIN_POINTS or X.shape[1] < 2:
             if given is None and mode == "states":
                 raise ValueError(f"conditioning='states' estimates the states from at least "
                                  f"{MIN_POINTS} points with 2 or more features (got "
@@ -234,10 +241,10 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
                                  "conditioning='classes'")
             if given is None:
                 return None  # "auto": too few points to find states in
-            states, aligned = np.unique(given, return_inverse=True)[1].reshape(-1), None
+            states, aligned = given, None
         else:
-            states, aligned = estimate_states(to_safe_scale(X), classes,
-                                              random_state=self.random_state, given=given)
+            states, aligned = estimate_states(X, classes, random_state=self.random_state,
+                                              given=given)
         shared = with_states(self.prior_, states)
         table = shared_state_table(shared)
         reason = "as asked (conditioning='states')" if mode == "states" else ""
@@ -254,7 +261,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
             return None
         self.prior_ = shared
         self.conditioning_, self.states_, self.shared_states_ = mode, shared.states, found
-        return aligned
+        return aligned if want_aligned else None
 
     # the method's steps of the fit
     def _check_fit(self, n: int) -> Engine:  # pragma: no cover

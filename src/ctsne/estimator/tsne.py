@@ -334,17 +334,17 @@ class ConditionalTSNE(ConditionalEmbedding):
 
     def _descent(self) -> DescentRun:
         """The fit's descent (its gradient on the fit's engine, the optimiser's state),
-        made once and reused while P, the prior, the state and the gradient's parameters
-        stay the same objects."""
+        made once and reused while P, the prior and the gradient's parameters stay the
+        same."""
         engine = self._engine()
-        key = (self.P_, self.prior_, self._state, engine, self.n_components, self.method,
-               self.theta)
+        key = (self.P_, self.prior_, engine, self.n_components, self.method, self.theta)
         run = self.__dict__.get("_fit_run")
         if run is None or not run.serves(key):
             grad = engine.gradient(self.P_, self.prior_, self.n_components, self.method,
                                    self.theta)
             run = DescentRun(grad, self._state, engine.steps, key)
             self.__dict__["_fit_run"] = run
+        run.state = self._state  # a new fit's state, on the same gradient
         return run
 
     def _run(self, n_iter: int, exaggeration: float, momentum: float,

@@ -312,7 +312,7 @@ class HostSteps:
     def store(self, Y: np.ndarray, state: OptimizerState, Y_run, update, gains) -> None:
         """Nothing to write back: the loop updated the caller's arrays."""
 
-    radius = staticmethod(lambda Y: _radius(Y))
+    radius = staticmethod(_radius)
 
     def step(self, Y, grad, update, gains, learning_rate: float, momentum: float,
              min_gain: float, max_step_norm: float) -> None:

@@ -11,6 +11,7 @@ module sees it.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -47,7 +48,7 @@ class DescentRun:
         """Whether this run's gradient was made from exactly ``key``'s objects."""
         if len(key) != len(self.key):
             return False
-        return all(a is b or (isinstance(a, (int, float, str)) and a == b)
+        return all(a is b or (isinstance(a, (numbers.Number, str)) and a == b)
                    for a, b in zip(key, self.key, strict=True))
 
     @property

@@ -235,7 +235,7 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
     key = EMBEDDING_KEYS[args.algorithm]
     write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
                     args.force, table.adata, feats, key=key,
-                    record=_record(args, model, seconds, feats))
+                    record=_record(args, model, seconds, feats, table.source))
     if args.save_model:
         from ..files.models import annotate, save_model
         from .resume import fingerprint
@@ -289,17 +289,16 @@ def _plot(args, model, Y, plain, table, color) -> None:
     plotting.save_figure(fig, args.plot, args.force)
 
 
-def _record(args: argparse.Namespace, model, seconds: float, feats) -> dict | None:
+def _record(args: argparse.Namespace, model, seconds: float, feats,
+            source: str | None) -> dict | None:
     """What an .h5ad output keeps in ``uns`` beside the map (:func:`ctsne.tl.fit_record`,
-    as the scanpy functions write it): only for .h5ad, where it is stored."""
+    as the scanpy functions write it): only for .h5ad, where it is stored. ``source``:
+    the matrix of an .h5ad input that was embedded (``Table.source``)."""
     if Path(args.output).suffix.lower() != ".h5ad":
         return None
     from ...tl import fit_record
 
-    if Path(args.input).suffix.lower() == ".h5ad":
-        source = (f"obsm[{args.obsm!r}]" if args.obsm else f"layers[{args.layer!r}]"
-                  if args.layer else "X")
-    else:
+    if source is None:
         source = f"the feature columns of {Path(args.input).name}"
     return fit_record(model, seconds, prior=list(args.prior) or None, input=str(args.input),
                       representation=source, n_features=len(feats.names),
