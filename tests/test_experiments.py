@@ -167,3 +167,20 @@ def test_tail_mass(tmp_path):
     assert trimmed["nnz"] < 0.8 * whole["nnz"]
     assert 0.0 <= trimmed["overall"] <= 1.0
     assert balanced.TAIL_MASS == before
+
+
+def test_state_finders(tmp_path):
+    """Harmony's clusters, the default states, never put two synthetic types in one state,
+    and the pair shares are those counted pair by pair."""
+    module = _load("state_finders")
+    rows = module.main(["--small", "--sets", "synthetic", "--seeds", "0", "--out",
+                        str(tmp_path)])
+    assert rows["synthetic | Harmony's clusters (default)"]["cross"] == 0.0
+    assert (tmp_path / "state_finders.md").exists()
+    rng = np.random.default_rng(0)
+    s, b, t = rng.integers(0, 3, 40), rng.integers(0, 2, 40), rng.integers(0, 2, 40)
+    other = b[:, None] != b[None, :]
+    same_s, same_t = s[:, None] == s[None, :], t[:, None] == t[None, :]
+    want = ((same_s & same_t & other).sum() / (same_t & other).sum(),
+            (same_s & ~same_t & other).sum() / (~same_t & other).sum())
+    np.testing.assert_allclose(module.pair_shares(s, b, t), want, rtol=1e-12)

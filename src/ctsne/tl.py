@@ -92,6 +92,19 @@ def _prior(adata, prior):
     return adata.obs[names]
 
 
+def _batch_prior(prior, kwargs: dict):
+    """The prior's column(s): ``prior``, or scanpy's ``batch_key=`` (taken out of
+    ``kwargs``), one of the two."""
+    batch_key = kwargs.pop("batch_key", None)
+    if batch_key is None:
+        return prior
+    if prior is not None:
+        raise ValueError(f"give prior= or batch_key=, not both (prior={prior!r}, "
+                         f"batch_key={batch_key!r}): batch_key is scanpy's name for a "
+                         "one-column prior")
+    return batch_key
+
+
 def _graph_knn(adata, neighbors_key: str):
     from .affinities.precomputed import knn_from_graph
 
@@ -248,7 +261,11 @@ def ctsne(
         is fewer than perplexity 30 needs (90), so the perplexity is then lowered to k/3
         with a warning: use ``sc.pp.neighbors(adata, n_neighbors=91)`` for the full one.
     **estimator_kwargs
-        Passed to :class:`ctsne.ConditionalTSNE` (perplexity, random_state, n_iter, …).
+        Passed to :class:`ctsne.ConditionalTSNE` (perplexity, random_state, n_iter,
+        ``conditioning``, …); ``batch_key=`` (scanpy's name) is ``prior=`` with one column.
+        A batch is removed only where batches share a cell state by default
+        (``conditioning="auto"``, the guide's priors page), so a type one batch holds alone
+        stays apart.
 
     Returns
     -------
@@ -272,6 +289,7 @@ def ctsne(
     'phase'
     >>> ax = ctsne.pl.ctsne(adata, color="bulk_labels", show=False)
     """
+    prior = _batch_prior(prior, estimator_kwargs)
     adata, data, source, labels, model = _setup(adata, _TSNE.estimator, copy, use_rep,
                                                 layer, prior, beta, estimator_kwargs)
     knn = graph = None
@@ -303,6 +321,7 @@ def _graph_tool(adata, method: registry.Method, prior, use_rep, beta, key_added:
                 copy: bool, layer, estimator_kwargs: dict):
     """The body of :func:`cumap` and :func:`clargevis`: fit ``method``'s estimator on the
     selected data and write the map and its record under ``key_added``."""
+    prior = _batch_prior(prior, estimator_kwargs)
     adata, data, source, labels, model = _setup(adata, method.estimator, copy, use_rep,
                                                 layer, prior, beta, estimator_kwargs)
     X = _dense(data, source)
@@ -336,7 +355,8 @@ key_added : str, default "{m.obsm_key}"
     Writes ``adata.obsm[key_added]`` and ``adata.uns[key_added]`` (plot it with
     :func:`ctsne.pl.{m.tool}` or ``sc.pl.embedding(adata, basis=key_added)``).
 **estimator_kwargs
-    Passed to :class:`ctsne.{m.class_name}` ({kwargs}, random_state, …).
+    Passed to :class:`ctsne.{m.class_name}` ({kwargs}, random_state, ``conditioning``,
+    …); ``batch_key=`` (scanpy's name) is ``prior=`` with one column.
 
 Returns
 -------

@@ -1,17 +1,16 @@
 """The states of shared-state conditioning, estimated inside a fit, and the rule that uses them.
 
 Shared-state weights (:mod:`ctsne.shared_states`) need each point's state: the cell type
-or cluster it belongs to, in a space where the prior's classes are aligned. Two ways:
-
-``"kmeans"`` (the default)
-    Harmony (``harmonypy``, the implementation scanpy calls) aligns the classes in the
-    first principal components; k-means with ``n_states_rule(n)`` clusters splits the
-    aligned space; the clusters' parts of each class are then checked in the unaligned
-    components (:func:`_refine`): Harmony's alignment can leave a type split by class, or
-    pull together two types that two classes each hold alone.
-``"harmony"``
-    Harmony's own soft clusters, each point in its most likely one (its diversity
-    penalty pulls every cluster towards holding every class).
+or cluster it belongs to, in a space where the prior's classes are aligned. Harmony
+(``harmonypy``, the implementation scanpy calls) aligns the classes in the first principal
+components with a soft clustering whose diversity penalty pulls each cluster towards
+holding every class; each point's state is its most likely cluster. A cluster the
+penalty cannot fill from every class (a type some classes lack) stays held by the classes
+that have it, and the clusters are fine enough (Harmony's own rule, about one per 30
+points up to 100) never to join two types: a state spans one type, a type may span
+several states. ``experiments/state_finders.py`` compares other finders (k-means and
+Leiden communities of the aligned space): coarser states join types that only some
+classes hold.
 
 A state that only some classes hold needs no rule of its own: the weights give β' only to
 pairs of different classes in the same state, so a class-specific state keeps its full
@@ -27,33 +26,20 @@ import warnings
 
 import numpy as np
 
-__all__ = ["CONDITIONINGS", "HELD_SHARE", "MIN_POINTS", "STATE_METHODS", "SharedStates",
-           "choose_conditioning", "estimate_states", "held_by", "n_states_rule"]
+__all__ = ["CONDITIONINGS", "HELD_SHARE", "MIN_POINTS", "SharedStates", "choose_conditioning",
+           "estimate_states", "held_by"]
 
 CONDITIONINGS = ("auto", "classes", "states")
-STATE_METHODS = ("kmeans", "harmony")
 # Harmony runs on at most this many principal components (scanpy's default n_pcs).
 N_PCS = 50
 # A class holds a state where its points in the state are at least this share of what
 # the class's size predicts (its share of the state if states ignored the classes).
 HELD_SHARE = 0.25
-# Two parts of clusters are one state where their centres (one class each: after the
-# classes' typical offset) lie closer than OVERLAP times the sum of their radii (root mean
-# square distance to the centre).
-OVERLAP = 1.5
-# A cluster's points of one class below this share of the class are strays, not a part.
-MIN_PART = 0.02
 # States are estimated from at least this many points with two or more features: fewer
 # leave nothing to cluster, and "auto" keeps the paper's weights.
 MIN_POINTS = 100
 # States this small (share of the points) do not decide "auto".
 MIN_STATE_SHARE = 0.01
-
-
-def n_states_rule(n: int) -> int:
-    """k-means' number of states for ``n`` points: ``n^(1/3)``, within 5 … 30 (a few per
-    cell type at single-cell sizes; no more than a map shows apart)."""
-    return int(np.clip(round(n ** (1.0 / 3.0)), 5, 30))
 
 
 def _aligned(X: np.ndarray, classes: np.ndarray, seed: int):
@@ -76,20 +62,16 @@ def _aligned(X: np.ndarray, classes: np.ndarray, seed: int):
     return Z, Zc, R
 
 
-def estimate_states(X: np.ndarray, classes: np.ndarray, method: str = "kmeans",
-                    n_states: int | None = None, random_state=None,
+def estimate_states(X: np.ndarray, classes: np.ndarray, random_state=None,
                     given: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Each point's state (0..K−1) in a space where ``classes`` are aligned (module note),
-    and that space.
+    """Each point's state (0..K−1): its most likely Harmony cluster (module note), and the
+    space Harmony aligned.
 
     Parameters
     ----------
     X : ndarray (n, p)
     classes : ndarray of int (n,)
         The prior's joint classes.
-    method : {"kmeans", "harmony"}
-    n_states : int, optional
-        k-means' number of states; default :func:`n_states_rule`.
     random_state : int, Generator or None
     given : ndarray (n,), optional
         States known already (any labels): only the aligned space is computed.
@@ -100,126 +82,10 @@ def estimate_states(X: np.ndarray, classes: np.ndarray, method: str = "kmeans",
     aligned : ndarray (n, k)
         Harmony's corrected principal components.
     """
-    from sklearn.cluster import KMeans
-
-    if method not in STATE_METHODS:
-        raise ValueError(f"method must be one of {STATE_METHODS}, got {method!r}")
     seed = int(np.random.default_rng(random_state).integers(2**31 - 1))
-    Z, Zc, R = _aligned(X, classes, seed)
-    if given is not None:
-        states = given
-    elif method == "harmony":
-        states = R.argmax(axis=1)
-    else:
-        k = min(n_states_rule(len(X)) if n_states is None else int(n_states), len(X))
-        states = _refine(Z, Zc, classes,
-                         KMeans(k, n_init=3, random_state=seed).fit_predict(Zc))
+    _, Zc, R = _aligned(X, classes, seed)
+    states = R.argmax(axis=1) if given is None else given
     return np.unique(states, return_inverse=True)[1].reshape(-1).astype(np.int64), Zc
-
-
-def _parts(Z: np.ndarray, part_of: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each part's centre and radius (root mean square distance to the centre) in ``Z``."""
-    counts = np.maximum(np.bincount(part_of, minlength=m), 1).astype(np.float64)
-    centres = np.zeros((m, Z.shape[1]))
-    np.add.at(centres, part_of, Z)
-    centres /= counts[:, None]
-    spread = np.bincount(part_of, weights=((Z - centres[part_of]) ** 2).sum(axis=1), minlength=m)
-    return centres, np.sqrt(spread / counts)
-
-
-def _typical_offset(a: np.ndarray, b: np.ndarray, tol: np.ndarray) -> np.ndarray | None:
-    """The shift from class a's parts (centres ``a``) to class b's that most of them share:
-    of the offsets between any two parts, the one after which the most parts of a find a
-    part of b within ``tol`` (ties: the smaller total residual); None unless at least two
-    parts agree on it (one match alone cannot tell a batch shift from another type)."""
-    best, best_key = None, (1, 0.0)
-    for t in (b[None, :, :] - a[:, None, :]).reshape(-1, a.shape[1]):
-        gap = np.linalg.norm(b[None, :, :] - a[:, None, :] - t, axis=2)
-        near = gap < tol
-        count = int(near.any(axis=1).sum())
-        key = (count, -float(np.where(near, gap, 0.0).sum()))
-        if key > best_key:
-            best, best_key = t, key
-    return best
-
-
-def _refine(Z: np.ndarray, Zc: np.ndarray, classes: np.ndarray, labels: np.ndarray
-            ) -> np.ndarray:
-    """States from the clusters ``labels`` of the aligned space ``Zc``, checked against the
-    unaligned components ``Z``.
-
-    A cluster's points of one class form a part; parts smaller than :data:`MIN_PART` of
-    their class are strays and take the state of their cluster's largest part. Within a
-    class, parts that overlap in ``Z`` (centres closer than :data:`OVERLAP` × the sum of
-    their radii) are one piece: a type the clustering split. Pieces of classes a and b
-    are one state where:
-
-    - a and b share a shift (:func:`_typical_offset`: at least two pieces of a meet a
-      piece of b after it, so at least two types both hold): the pieces meet after that
-      shift, to within the same tolerance. A type the alignment left split by class is
-      joined, and two types the alignment pulled together (one each class holds alone)
-      are not;
-    - a and b share no shift: each is the other's nearest piece of the other class in
-      ``Zc``, they overlap there, and each is nearer the other than any other piece of its
-      own class.
-
-    States are the connected pieces.
-    """
-    from scipy.sparse.csgraph import connected_components
-
-    pairs, part_of = np.unique(np.stack([labels, classes], axis=1), axis=0,
-                               return_inverse=True)
-    part_of = part_of.reshape(-1)
-    m = len(pairs)
-    clu, cls = pairs[:, 0], pairs[:, 1]
-    counts = np.bincount(part_of, minlength=m)
-    big = counts >= MIN_PART * np.bincount(classes)[cls]
-    centres, radius = _parts(Z, part_of, m)
-    apart = np.linalg.norm(centres[None, :, :] - centres[:, None, :], axis=2)
-    same = (cls[:, None] == cls[None, :]) & big[:, None] & big[None, :]
-    piece_of_part = connected_components(
-        same & (apart < OVERLAP * (radius[:, None] + radius[None, :])), directed=False)[1]
-    # pieces (big parts only); a point of a stray part is placed after the states are known
-    piece = np.where(big[part_of], piece_of_part[part_of], -1)
-    used = np.unique(piece[piece >= 0])
-    piece = np.searchsorted(used, piece)
-    piece[~big[part_of]] = -1
-    q = len(used)
-    member = piece >= 0
-    pc, pr = _parts(Z[member], piece[member], q)
-    pcc, prc = _parts(Zc[member], piece[member], q)
-    pcls = np.zeros(q, dtype=np.int64)
-    pcls[piece[member]] = classes[member]
-    tol = OVERLAP * (pr[:, None] + pr[None, :])
-    gap_c = np.linalg.norm(pcc[:, None, :] - pcc[None, :, :], axis=2)
-    own_gap = np.where((pcls[:, None] == pcls[None, :]) & ~np.eye(q, dtype=bool), gap_c,
-                       np.inf).min(axis=1)
-    linked = np.eye(q, dtype=bool)
-    for a in np.unique(pcls):
-        for b in np.unique(pcls[pcls > a]):
-            ia, ib = np.flatnonzero(pcls == a), np.flatnonzero(pcls == b)
-            typical = _typical_offset(pc[ia], pc[ib], tol[np.ix_(ia, ib)])
-            if typical is not None:
-                near = (np.linalg.norm(pc[ib][None, :, :] - pc[ia][:, None, :] - typical,
-                                       axis=2) < tol[np.ix_(ia, ib)])
-            else:
-                g = gap_c[np.ix_(ia, ib)]
-                mutual = ((g == g.min(axis=1, keepdims=True))
-                          & (g == g.min(axis=0, keepdims=True)))
-                overlap = g < OVERLAP * (prc[ia][:, None] + prc[ib][None, :])
-                nearer = (g < own_gap[ia][:, None]) & (g < own_gap[ib][None, :])
-                near = mutual & overlap & nearer
-            linked[np.ix_(ia, ib)] |= near
-            linked[np.ix_(ib, ia)] |= near.T
-    state_of_piece = connected_components(linked, directed=False)[1]
-    states = np.full(len(Z), -1, dtype=np.int64)
-    states[member] = state_of_piece[piece[member]]
-    for i in np.flatnonzero(~big):  # a stray part: its cluster's largest part's state
-        rows = np.flatnonzero(clu == clu[i])
-        host = rows[np.argmax(counts[rows])]
-        first = np.flatnonzero(part_of == host)[0]
-        states[part_of == i] = states[first] if big[host] else state_of_piece.max() + 1 + i
-    return states
 
 
 def held_by(table: np.ndarray) -> np.ndarray:
@@ -273,13 +139,28 @@ class SharedStates:
         self.held = held_by(self.table)
         self.reason = reason
 
-    def lines(self) -> list[str]:
-        """The table as text: a row per state, its size and the classes that hold it."""
-        out = []
-        for k, row in enumerate(self.table):
+    def holders(self) -> list[tuple[str, np.ndarray]]:
+        """The states grouped by the classes that hold them: (who, the group's state
+        indices), groups held by more classes first."""
+        order = sorted(range(len(self.table)),
+                       key=lambda k: (-int(self.held[k].sum()), tuple(~self.held[k])))
+        groups: dict[str, list[int]] = {}
+        for k in order:
             who = [str(c) for c, h in zip(self.classes, self.held[k], strict=True) if h]
-            shared = "all classes" if self.held[k].all() else ", ".join(who)
-            out.append(f"state {k}: {int(row.sum())} points, held by {shared}")
+            name = ("all classes" if self.held[k].all()
+                    else ", ".join(who) + (" only" if who else "") if who else "no class")
+            groups.setdefault(name, []).append(k)
+        return [(name, np.array(ks)) for name, ks in groups.items()]
+
+    def lines(self) -> list[str]:
+        """The states as text: a line per set of classes holding states (how many states,
+        how many points)."""
+        n = max(int(self.table.sum()), 1)
+        out = []
+        for name, ks in self.holders():
+            points = int(self.table[ks].sum())
+            out.append(f"held by {name}: {len(ks)} state{'' if len(ks) == 1 else 's'}, "
+                       f"{points} points ({100 * points / n:.0f} %)")
         return out
 
     def __repr__(self) -> str:

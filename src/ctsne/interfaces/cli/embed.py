@@ -101,7 +101,8 @@ def _tsne_options(args: argparse.Namespace) -> dict:
         n_components=args.dims, perplexity=args.perplexity, beta=args.beta,
         alpha=args.alpha, combine=args.combine, method=args.method, n_iter=args.n_iter,
         affinities=args.affinities, within_weight=args.within_weight,
-        early_exaggeration_iter=args.exaggeration_iter, exaggeration=args.exaggeration,
+        conditioning=args.conditioning, early_exaggeration_iter=args.exaggeration_iter,
+        exaggeration=args.exaggeration,
         backend=args.backend, device=args.device, random_state=args.seed, n_jobs=args.threads)
 
 
@@ -109,7 +110,8 @@ def _graph_options(args: argparse.Namespace) -> dict:
     """ConditionalUMAP's or ConditionalLargeVis's parameters that the user set."""
     common = dict(n_components=args.dims, beta=args.beta, alpha=args.alpha,
                   combine=args.combine, affinities=args.affinities,
-                  within_weight=args.within_weight, n_epochs=args.n_epochs,
+                  within_weight=args.within_weight, conditioning=args.conditioning,
+                  n_epochs=args.n_epochs,
                   backend=args.backend, device=args.device, random_state=args.seed,
                   n_jobs=args.threads)
     if args.algorithm == "umap":
@@ -252,7 +254,8 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
               f"{args.output} holds the complete embedding", file=sys.stderr)
     if Path(args.output).suffix == ".npy" and (args.id or table.n_rows < n_read):
         note(args, "note: .npy holds the embedding only; use .npz to keep the row ids")
-    weights = (f", α'={fmt(model.alpha_)}, β'={fmt(model.beta_)}" if args.prior else "")
+    weights = (f", α'={fmt(model.alpha_)}, β'={fmt(model.beta_)}, conditioning "
+               f"{_conditioning(model)}" if args.prior else "")
     if args.algorithm == "tsne":
         done = f"{model.n_iter_} iterations, KL {model.kl_divergence_:.4f}"
     else:
@@ -264,6 +267,13 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
                                      if args.save_model else ""), file=sys.stderr)
         return 130
     return 0
+
+
+def _conditioning(model) -> str:
+    """How the prior was removed, for the closing line: by classes, or within N states."""
+    found = getattr(model, "shared_states_", None)
+    return (f"{model.conditioning_}" if found is None
+            else f"states ({len(found.table)} found)")
 
 
 def _plot(args, model, Y, plain, table, color) -> None:

@@ -155,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "neighbours from its own and the other prior classes separately, "
                    "'revised' is revised ct-SNE; 'auto' (default) switches to balanced when "
                    "the prior separates the data")
+    p.add_argument("--conditioning", choices=("auto", "classes", "states"),
+                   help="how the prior is removed: 'states' only between points of a state "
+                   "(a cell type, a cluster) that both classes hold, so a type one batch "
+                   "holds alone stays apart; 'classes' between every pair of classes (the "
+                   "paper's ct-SNE); 'auto' (default) uses states where the prior's classes "
+                   "share some states and not others (a confounded batch)")
     p.add_argument("--within-weight", type=float, metavar="W", help="balanced (and auto "
                    "where it balances): own-class share of each point's affinities (default: "
                    "chosen per class from the data; the affinities line on stderr says what, "
