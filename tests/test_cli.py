@@ -73,7 +73,8 @@ def work(tmp_path_factory):
 def test_embed_csv(work):
     d, data = work
     header, rows = read_csv(d / "emb.csv")
-    assert header == ["id", "ctsne1", "ctsne2", "f14", "f56"]
+    # the prior, the marker and every other label column (grp)
+    assert header == ["id", "ctsne1", "ctsne2", "f14", "f56", "grp"]
     assert [r[0] for r in rows] == [f"p{i}" for i in range(N)]
     Y = np.array([[float(r[1]), float(r[2])] for r in rows])
     assert Y.shape == (N, 2) and np.all(np.isfinite(Y)) and Y.std() > 0.1

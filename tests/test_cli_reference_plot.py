@@ -95,3 +95,19 @@ def test_an_h5ad_is_read_by_scanpys_rule_and_the_cli_says_which_matrix(tmp_path,
     with open(tmp_path / "m.pkl", "rb") as fh:
         model = pickle.load(fh)
     assert model.n_features_in_ == 5  # the PCs, not the 60 variables
+
+
+def test_every_output_keeps_the_label_columns_and_score_reads_them(fitted, tmp_path, capsys):
+    """Issue 59, item 4: a plain run wrote only the id and the coordinates, so ``ctsne
+    score --labels stim`` on it failed with "no column 'stim'"."""
+    d, _ = fitted
+    plain, placed = tmp_path / "plain.csv", tmp_path / "placed.csv"
+    assert main(["embed", str(d / "ref.csv"), "--id", "cell", "-o", str(plain), *FAST]) == 0
+    got = tables.read_embedding(plain)
+    assert {"stim", "marker_label"} <= set(got.columns)
+    assert main(["embed", str(d / "new.csv"), "--id", "cell", "--prior", "stim",
+                 "--reference", str(d / "ref.pkl"), "-o", str(placed), "-q"]) == 0
+    assert "marker_label" in tables.read_embedding(placed).columns
+    capsys.readouterr()
+    assert main(["score", str(plain), str(d / "ref_emb.csv"), "--labels", "stim"]) == 0
+    assert "stim" in capsys.readouterr().out

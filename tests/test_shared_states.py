@@ -254,3 +254,17 @@ def test_tl_takes_scanpys_batch_key_and_the_cli_says_how_it_conditioned(tmp_path
         assert main(["embed", str(tmp_path / "d.csv"), "--prior", "batch", "--conditioning",
                      how, "--n-iter", "50", "-o", str(tmp_path / f"{how}.csv")]) == 0
         assert f"conditioning {how}" in capsys.readouterr().err
+
+
+def test_the_tsne_counterpart_of_a_shared_state_map_is_plain_tsne():
+    """The P of Harmony's aligned space encodes the prior: the counterpart builds the
+    standard P of the data, as a plain fit from the same start does."""
+    X, batch, _ = _design(np.random.default_rng(4), CONFOUNDED, per=40)
+    common = dict(random_state=0, n_iter=60, early_exaggeration_iter=30, n_jobs=1)
+    model = ConditionalTSNE(**common).fit(X, batch)
+    assert model.conditioning_ == "states"
+    twin = model.tsne_counterpart()
+    plain = ConditionalTSNE(**common, init=model.initial_embedding_).fit(X)
+    np.testing.assert_array_equal(twin.embedding_, plain.embedding_)
+    model.fit_affinities(model.P_, batch, X=X)  # a given P: handed over as it is
+    assert model.tsne_counterpart().P_ is model.P_

@@ -190,6 +190,8 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
                                            random_state=self._search_seed(start), mode=mode,
                                            engine=engine, stacklevel=4)
             self._keep_affinities(built, time.perf_counter() - t0)
+            # a P of the aligned space encodes the prior, as a balanced one does
+            self._P_encodes_prior_ = aligned is not None
             self.timings_["states"] = t_states
             self._embed(X, classes, start)
         return self.embedding_

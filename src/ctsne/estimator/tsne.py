@@ -304,8 +304,9 @@ class ConditionalTSNE(ConditionalEmbedding):
 
         Only the prior differs, so the difference between the two maps is what the prior
         changed. A fit on the standard P (or a given one) hands its P over unchanged; a
-        label-balanced or revised P already encodes the prior, so for those the standard
-        P of the training data is built (its neighbour search and calibration, once).
+        label-balanced or revised P, or the P of the space where shared-state conditioning
+        aligned the classes, already encodes the prior, so for those the standard P of the
+        training data is built (its neighbour search and calibration, once).
 
         Returns
         -------
@@ -318,13 +319,14 @@ class ConditionalTSNE(ConditionalEmbedding):
                                "ctsne; call fit() first")
         P, kind = self.P_, getattr(self, "affinities_", "standard")
         X = getattr(self, "training_data_", None)
-        if kind in ("balanced", "revised") and X is None:
+        rebuild = kind in ("balanced", "revised") or getattr(self, "_P_encodes_prior_", False)
+        if rebuild and X is None:
             raise RuntimeError(f"this model was fitted on a {kind} P, which encodes the "
                                "prior; its t-SNE counterpart needs the standard P of the "
                                "training data, which the model does not hold: fit "
                                "ConditionalTSNE() without a prior instead")
         plain = clone(self).set_params(callbacks=None)
-        if kind in ("balanced", "revised"):
+        if rebuild:
             plain.prior_ = None
             with threads(self.n_jobs):
                 P = plain._build_affinities(to_safe_scale(X), None, plain._graph(),

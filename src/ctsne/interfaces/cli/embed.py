@@ -16,7 +16,7 @@ from ...estimator import registry
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
 from . import defaults
 from .interrupt import CtrlC
-from .shared import FLAGS, check_device, fmt, label_columns, note, report_features
+from .shared import FLAGS, check_device, fmt, label_columns, note, report_features, written_labels
 
 __all__ = ["embed"]
 
@@ -235,6 +235,7 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
         note(args, "t-SNE for --compare: the same start, t-SNE's affinities, no prior")
         plain = model.tsne_counterpart()
     key = EMBEDDING_KEYS[args.algorithm]
+    labels = written_labels(labels, roles)
     write_embedding(args.output, Y, table.ids, {c: table.columns[c] for c in labels},
                     args.force, table.adata, feats, key=key,
                     record=_record(args, model, seconds, feats, table.source))

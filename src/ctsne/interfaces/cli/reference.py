@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files.formats import EMBEDDING_FORMATS, FIGURE_FORMATS, DataError
-from .shared import label_columns, note, report_features, warn
+from .shared import label_columns, note, report_features, warn, written_labels
 
 __all__ = ["place"]
 
@@ -213,6 +213,7 @@ def place(args: argparse.Namespace) -> int:
     # saved quiet (a script's transform prints nothing); here the command's -q decides
     model.set_params(n_jobs=args.threads, verbose=not args.quiet)
     Y = model.transform(X, prior)
+    labels = written_labels(labels, roles)
     ids, cols = table.ids, {c: table.columns[c] for c in labels}
     ref_labels = _reference_labels(model, labels, list(args.prior))
     if args.with_reference:

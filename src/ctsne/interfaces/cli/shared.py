@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..files.tables import Table
 
 __all__ = ["FLAGS", "aligned", "check_device", "check_table_and_plot", "cli_wording", "fmt",
-           "label_columns", "note", "report_features", "warn"]
+           "label_columns", "note", "report_features", "warn", "written_labels"]
 
 # The estimators' parameters that options set, by the option that sets them: messages
 # name the option (cli_wording), and the option checks name it too.
@@ -114,6 +114,13 @@ def check_table_and_plot(args: argparse.Namespace) -> None:
     for path, kinds in ((args.output, TABLE_FORMATS), (args.plot, FIGURE_FORMATS)):
         if path:
             check_output(path, args.force, kinds)
+
+
+def written_labels(labels: list[str], roles) -> list[str]:
+    """The label columns an output keeps: :func:`label_columns`' first, then every other
+    label column of the input (``roles.labels``), so that ``ctsne score`` and a plot can
+    read them from the embedding file."""
+    return list(dict.fromkeys([*labels, *roles.labels]))
 
 
 def label_columns(args: argparse.Namespace, table: Table) -> tuple[str | None, list[str]]:
