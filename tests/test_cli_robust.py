@@ -187,3 +187,37 @@ def test_semicolon_csv_is_detected(work, tmp_path, monkeypatch):
     assert main(["embed", str(d / "data.csv"), "-o", "comma.csv", *args]) == 0
     assert main(["embed", "semi.csv", "-o", "semi_out.csv", *args]) == 0
     assert (tmp_path / "comma.csv").read_text() == (tmp_path / "semi_out.csv").read_text()
+
+
+def test_a_negative_number_in_scientific_notation_is_a_value_not_an_option():
+    """Issue 59, item 15: ``--select-box -1e9 …`` was read as an unknown option."""
+    from ctsne.interfaces.cli.main import build_parser
+
+    args = build_parser().parse_args(["rank", "d.csv", "--embedding", "e.csv",
+                                      "--select-box", "-1e9", "-2.5E+3", "-.5", "1e9"])
+    assert args.select_box == [-1e9, -2500.0, -0.5, 1e9]
+
+
+@pytest.mark.parametrize("pandas_reader", [True, False])
+def test_a_repeated_column_name_is_refused_by_either_reader(tmp_path, monkeypatch,
+                                                            pandas_reader):
+    """Issue 59, item 15: pandas renamed a repeated "a" to "a.1" silently (a note that
+    -q hid); the csv reader refused it. Both refuse it now, naming the column."""
+    import builtins
+
+    from ctsne.interfaces.files import tables
+    from ctsne.interfaces.files.formats import DataError
+
+    path = tmp_path / "dup.csv"
+    path.write_text("a,b,a,lab\n1,2,3,x\n4,5,6,y\n")
+    if not pandas_reader:
+        real = builtins.__import__
+
+        def no_pandas(name, *args, **kwargs):
+            if name == "pandas":
+                raise ImportError("pandas hidden by the test")
+            return real(name, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "__import__", no_pandas)
+    with pytest.raises(DataError, match="'a' more than once"):
+        tables.read_table(path)

@@ -242,3 +242,31 @@ def test_saved_figure_holds_every_legend(tmp_path):
     for leg in legends:
         box = leg.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())
         assert box.x1 <= tight.x1 + 1e-6 and box.y0 >= tight.y0 - 1e-6, (box, tight)
+
+
+def test_a_legend_on_a_given_axes_stays_off_the_neighbouring_panel():
+    """Issue 59, item 9: with ``ax=`` one of several panels, the legend went to the right
+    of the axes, over the next panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ctsne.plotting import plot_embedding
+
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(300, 2))
+    labels = np.array(["T cells", "B cells", "monocytes"])[rng.integers(0, 3, 300)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 4))
+    plot_embedding(Y, labels, ax=left)
+    plot_embedding(Y, labels, ax=right)
+    fig.canvas.draw()
+    box = left.get_legend().get_window_extent()
+    assert box.x1 <= left.get_window_extent().x1 + 1
+    assert box.x1 < right.get_window_extent().x0
+    plt.close(fig)
+    # a figure of its own keeps its legend to the right of the map
+    ax = plot_embedding(Y, labels)
+    ax.figure.canvas.draw()
+    assert ax.get_legend().get_window_extent().x0 > ax.get_window_extent().x1
+    plt.close(ax.figure)

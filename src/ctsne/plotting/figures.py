@@ -256,9 +256,10 @@ def _draw_density(ax, Y, rgba, bins: int = 500) -> None:
 
 
 def _legends(ax, cspec: _ColorSpec, marker_name, mlevels, highlights, bar_axes,
-             background: str | None = None) -> None:
+             background: str | None = None, inside: bool = False) -> None:
     """Colour legend, marker legend (grey), highlight legend and the background's entry,
-    right of ``ax``."""
+    right of ``ax``, or with ``inside`` within it (an axes the caller laid out: the strip
+    on the right may be a neighbouring panel)."""
     from matplotlib.lines import Line2D
 
     groups = []
@@ -276,9 +277,11 @@ def _legends(ax, cspec: _ColorSpec, marker_name, mlevels, highlights, bar_axes,
                                      label=f"{background} (faded)")]))
     y = 1.0
     for k, (title, handles) in enumerate(groups):
-        leg = ax.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.01, y),
-                        borderaxespad=0.0, frameon=False, fontsize="small",
-                        title_fontsize="small")
+        where = (dict(loc="best", frameon=True, framealpha=0.8) if inside else
+                 dict(loc="upper left", bbox_to_anchor=(1.01, y), borderaxespad=0.0,
+                      frameon=False))
+        leg = ax.legend(handles=handles, title=title, fontsize="small",
+                        title_fontsize="small", **where)
         if k < len(groups) - 1:  # ax.legend() replaces the last legend; keep this one
             ax.add_artist(leg)
             # add_artist clips to the axes, which also hides it from bbox_inches="tight"
@@ -312,7 +315,9 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
     highlight : bool mask or row indices (n,), or dict name -> mask, optional
         Selections drawn on top in red, blue, …; the other points fade.
     ax : matplotlib Axes, optional
-        Draw here; by default a new figure.
+        Draw here, the legends inside the axes where they cover the fewest points (the
+        space to its right may be another panel); by default a new figure, the legends to
+        the right of the map.
     color_name, marker_name : str
         Legend titles.
     density : bool or "auto"
@@ -334,6 +339,7 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
     The matplotlib Axes.
     """
     Y = check_embedding(Y)
+    given_ax = ax is not None
     if ax is None:
         ax = new_figure((6.5, 5.0)).add_subplot()
     cspec = _ColorSpec(color, color_name if color is not None else None, color_reference)
@@ -348,7 +354,7 @@ def plot_embedding(Y: np.ndarray, color=None, marker=None, *, highlight=None, ax
         ax.set_title(title)
     if legend:
         _legends(ax, cspec, marker_name if marker is not None else None, mlevels, highlights,
-                 [ax], background_name if background is not None else None)
+                 [ax], background_name if background is not None else None, inside=given_ax)
     return ax
 
 

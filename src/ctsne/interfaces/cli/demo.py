@@ -57,7 +57,12 @@ def demo(args: argparse.Namespace) -> int:
     (Y0, Y1) = embeddings.values()
     for key, Y in (("tsne", Y0), ("ctsne", Y1)):
         write_embedding(files[key], Y, ids, {"f14": d.f14, "f56": d.f56}, args.force)
-    fig = figures.plot_embeddings(embeddings, color=d.f14, marker=d.f56,
+    homog = {lab: [knn_label_homogeneity(Y, getattr(d, lab), k=10) for Y in (Y0, Y1)]
+             for lab in ("f14", "f56")}
+    # each panel's title carries its scores, as the docs' figure does
+    titled = {f"{title}\n10-NN homogeneity: f14 {homog['f14'][i]:.2f}, f56 "
+              f"{homog['f56'][i]:.2f}": Y for i, (title, Y) in enumerate(embeddings.items())}
+    fig = figures.plot_embeddings(titled, color=d.f14, marker=d.f56,
                                   color_name="f14 (dims 1-4)", marker_name="f56 (dims 5-6)")
     figures.save_figure(fig, files["figure"], args.force)
     ks = list(range(10, min(100, args.n - 1) + 1, 10))
@@ -67,8 +72,6 @@ def demo(args: argparse.Namespace) -> int:
               for lab in ("f14", "f56")}
     figures.save_figure(scores.plot_scores(ks, curves, chance), files["scores"], args.force)
 
-    homog = {lab: [knn_label_homogeneity(Y, getattr(d, lab), k=10) for Y in (Y0, Y1)]
-             for lab in ("f14", "f56")}
     k30 = ks.index(30) if 30 in ks else 0
     print(f"\n{'':34}{'t-SNE':>10}{'ct-SNE (prior f14)':>21}{'random labels':>16}")
     for lab in ("f14", "f56"):

@@ -24,6 +24,7 @@ are passed on, so each default is written in the library alone (:mod:`.defaults`
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 
@@ -46,6 +47,13 @@ class _LibraryDefaults(dict):
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors that point at --help, and help texts that state
     the library's defaults."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse takes "-1e9" for an option (it knows only "-1" and "-1.5" as numbers),
+        # so "--select-box -1e9 0 1 1" failed: scientific notation is a number too
+        self._negative_number_matcher = re.compile(
+            r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|nan)$")
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")

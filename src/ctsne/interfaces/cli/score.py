@@ -126,11 +126,14 @@ def _print_scib(rows: list[tuple], args) -> None:
           "mean(within-batch 15-NN preservation, label kNN homogeneity, cLISI), overall "
           f"= 0.4·batch + 0.6·bio; k={args.knn}, LISI perplexity {args.lisi_perplexity:g}; "
           "ASW reported, not counted):")
-    width = max(9, *(len(r[2]) for r in rows))
-    print(f"  {'batch':<12}{'label':<12}{'embedding':<{width}}"
+    # each text column as wide as its longest entry plus a gap, so long column names
+    # ("marker_label") never run into the next column
+    wb, wl, wn = (2 + max(len(head), *(len(str(r[i])) for r in rows))
+                  for i, head in enumerate(("batch", "label", "embedding")))
+    print(f"  {'batch':<{wb}}{'label':<{wl}}{'embedding':<{wn}}"
           + "".join(f"{head:>11}" for _, head in _SCIB_COLUMNS))
     for batch, label, name, res in rows:
-        print(f"  {batch:<12}{label:<12}{name:<{width}}"
+        print(f"  {batch:<{wb}}{label:<{wl}}{name:<{wn}}"
               + "".join(f"{getattr(res, key):>11.3f}" for key, _ in _SCIB_COLUMNS))
 
 

@@ -130,8 +130,12 @@ def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
         except pd.errors.ParserError as exc:
             raise DataError(f"{path}: cannot parse: {str(exc).strip()}") from None
         raw = [frame[c].to_numpy(dtype=object) for c in frame.columns]
-        # pandas calls an empty header "Unnamed: j"; undo that to agree with the csv module
-        names = ["" if str(c).startswith("Unnamed: ") else str(c) for c in frame.columns]
+        # pandas renames a repeated name ("a" → "a.1") and an empty one ("Unnamed: j"):
+        # the header as written, so that both readers refuse a repeat alike
+        with open_text(path) as fh:
+            names = next(csv.reader(fh, delimiter=sep, skipinitialspace=True), [])
+        if len(names) != len(raw):
+            names = ["" if str(c).startswith("Unnamed: ") else str(c) for c in frame.columns]
     else:
         try:
             with open_text(path) as fh:
@@ -150,7 +154,9 @@ def _read_delimited(path: Path, sep: str) -> dict[str, np.ndarray]:
     # An empty first header is pandas' index (row ids); other empty headers get a name.
     names = [n if n or j == 0 else f"unnamed{j}" for j, n in enumerate(names)]
     if len(set(names)) < len(names):
-        raise DataError(f"{path}: a column name appears twice in the header")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise DataError(f"{path}: the header names {', '.join(map(repr, twice))} more than "
+                        "once; rename the repeated columns so each name is unique")
     return dict(zip(names, raw, strict=True))
 
 
