@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -32,6 +34,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax from the package, copied into _static: the site reads offline (no CDN)
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -39,6 +43,9 @@ extensions = [
 source_suffix = {".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_generated/*.md", "_generated/*.rst"]
 html_theme = "alabaster"
+# wide enough at 1280 px for code lines of up to ~100 characters without a scroll bar;
+# below page_width alabaster switches to its narrow layout
+html_theme_options = {"page_width": "1180px", "code_font_size": "0.8em"}
 html_title = f"ctsne {release}"
 autodoc_typehints = "none"  # the numpydoc sections say it, once
 autodoc_member_order = "bysource"
@@ -53,20 +60,17 @@ suppress_warnings = ["myst.xref_missing"]
 # script -> the figures it writes; the .rst pages show these files
 TUTORIALS = {
     "../quickstart.py": ["synthetic.png"],
-    "single_cell.py": ["single_cell_comparison.png", "single_cell_scanpy.png"],
+    "single_cell.py": ["single_cell_pbmc_stim.png"],
     "terminal.sh": ["adult_compare.png", "adult_scores.png", "adult_clusters.png"],
     "million.py": ["million.png"],
 }
 # sizes for the build (CTSNE_DOCS_N overrides them all): quick, and the figures still read
 DEFAULT_N = {"million.py": "5000", "terminal.sh": "500"}
-
-
-def _placeholder(path: Path, text: str) -> None:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 1.2))
-    fig.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
-    fig.savefig(path)
+# the real data of the single-cell tutorial; it is not shipped (see that page). Without it
+# the build shows the figure made earlier by the same script, kept in docs/images (made by
+# `python docs/tutorials/single_cell.py PBMC_STIM` in an empty folder, then copied there).
+PBMC_STIM = Path(os.environ.get("CTSNE_PBMC_STIM",
+                                ROOT.parent / "shared" / "data" / "pbmc-stim"))
 
 
 def _run_tutorials(app) -> None:
@@ -77,13 +81,14 @@ def _run_tutorials(app) -> None:
     GENERATED.mkdir(exist_ok=True)
     bin_dir = str(Path(sys.executable).parent)  # the `ctsne` command of this environment
     for script, figures in TUTORIALS.items():
-        if script == "single_cell.py" and importlib.util.find_spec("ctsne.tl") is None:
-            # ctsne.tl lands on another branch; this keeps the build going until it is in
-            log.info("ctsne.tl is not available: placeholder figures for %s", script)
-            for f in figures:
-                _placeholder(GENERATED / f, "This figure is made by docs/tutorials/"
-                             "single_cell.py once ctsne.tl is installed.")
-            continue
+        args = []
+        if script == "single_cell.py":
+            if not (PBMC_STIM / "pbmc_stim_pcs.tsv.gz").exists():
+                log.info("no %s: the figures of %s made earlier", PBMC_STIM, script)
+                for f in figures:
+                    shutil.copyfile(DOCS / "images" / f, GENERATED / f)
+                continue
+            args = [str(PBMC_STIM)]
         env = {**os.environ, "CTSNE_DOCS_OUT": str(GENERATED),
                "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
         # small runs: on a machine shared with other work, idle numba threads spinning at
@@ -93,7 +98,7 @@ def _run_tutorials(app) -> None:
         if not env["CTSNE_DOCS_N"]:
             env.pop("CTSNE_DOCS_N")
         cmd = ["bash" if script.endswith(".sh") else sys.executable,
-               str(DOCS / "tutorials" / script)]
+               str(DOCS / "tutorials" / script), *args]
         log.info("running tutorial %s", script)
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=GENERATED)
         # the printed output is shown on the pages; the rest is kept for debugging
@@ -143,7 +148,51 @@ def _scanpy_api(app) -> None:
     (GENERATED / "api_scanpy.rst").write_text(text)
 
 
+class _Loads(HTMLParser):
+    """What an HTML page fetches when it is shown: scripts, styles, icons, images."""
+
+    ATTRS = {"script": "src", "link": "href", "img": "src", "source": "src",
+             "iframe": "src", "embed": "src", "audio": "src", "video": "src"}
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        value = dict(attrs).get(self.ATTRS.get(tag, ""))
+        if value:
+            self.urls.append(value)
+
+
+def external_loads(html_dir: Path) -> list[str]:
+    """``page: url`` for each resource of the built site that would come from the network
+    (http, https or protocol-relative), in the pages and in their style sheets."""
+    remote = re.compile(r"^\s*(https?:)?//", re.I)
+    css_url = re.compile(r"""(?:url\(|@import)\s*['"]?((?:https?:)?//[^'")\s]+)""", re.I)
+    found = []
+    for page in sorted(html_dir.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        parser = _Loads()
+        parser.feed(text)
+        urls = [u for u in parser.urls if remote.match(u)] + css_url.findall(text)
+        found += [f"{page.relative_to(html_dir)}: {u}" for u in urls]
+    for sheet in sorted(html_dir.rglob("*.css")):
+        text = sheet.read_text(encoding="utf-8", errors="replace")
+        found += [f"{sheet.relative_to(html_dir)}: {u}" for u in css_url.findall(text)]
+    return found
+
+
+def _check_offline(app, exc) -> None:
+    """The site must read without a network (issue 59): warn, so -W fails the build."""
+    if exc is None and app.builder.format == "html":
+        from sphinx.util import logging
+
+        for item in external_loads(Path(app.outdir)):
+            logging.getLogger(__name__).warning("loads from the network: %s", item)
+
+
 def setup(app):
+    app.connect("build-finished", _check_offline)
     app.connect("builder-inited", _scanpy_api)
     app.connect("builder-inited", _report)
     app.connect("builder-inited", _cli_help)

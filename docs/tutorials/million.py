@@ -33,8 +33,9 @@ model = ConditionalTSNE(beta=0.01, random_state=0, verbose=n >= 100_000)
 t0 = time.perf_counter()
 Y = model.fit_transform(data.X, data.labels)
 seconds = time.perf_counter() - t0
+times = model.timings_
 print(f"{n:,} points in {seconds:.0f} s: neighbours and affinities "
-      f"{model.timings_['affinities']:.0f} s, optimisation {model.timings_['optimization']:.0f} s")
+      f"{times['affinities']:.0f} s, optimisation {times['optimization']:.0f} s")
 
 # How visible is each label? 10-NN homogeneity on a sample of points (1 = pure
 # neighbourhoods; Σ(n_l/n)² when the map ignores the label).

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "${CTSNE_DOCS_OUT:-.}"
 N="${CTSNE_DOCS_N:-1000}"
 
-# 1. The data: 1,000 rows of UCI Adult with the paper's six attributes, shipped with ctsne.
+# 1. The data: 1,000 rows of UCI Adult, the paper's six attributes; ctsne ships them.
 SAMPLE=$(python -c "from importlib.resources import files; \
 print(files('ctsne') / 'data' / 'adult_sample.csv')")
 head -n "$((N + 1))" "$SAMPLE" > adult.csv
@@ -21,8 +21,8 @@ ctsne embed adult.csv --prior ethnicity --prior gender --include-prior --standar
     --plot adult_compare.png --compare --color gender --marker ethnicity
 
 # 3. The t-SNE itself, to score it beside the ct-SNE.
-ctsne embed adult.csv --standardize --features "*" -o adult_tsne.csv --keep ethnicity gender income \
-    --seed 0 -q -f
+ctsne embed adult.csv --standardize --features "*" -o adult_tsne.csv \
+    --keep ethnicity gender income --seed 0 -q -f
 
 # 4. How visible is each label? Normalised Laplacian score (paper Eq. 7) for k = 10..50:
 #    low means neighbours share the label.
