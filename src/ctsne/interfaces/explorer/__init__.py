@@ -147,7 +147,7 @@ def serve(s, model, priors: Sequence[str] = (), beta: float = DEFAULT_BETA, *, e
     from .app import BACKENDS, make_document
     from .controller import Explorer
     from .methods import check_method
-    from .server import ExploreServer
+    from .server import ExploreServer, message_cap
     from .session import Step
 
     priors = list(priors)
@@ -172,7 +172,8 @@ def serve(s, model, priors: Sequence[str] = (), beta: float = DEFAULT_BETA, *, e
             make_prior(arrays, s.n, beta=beta)
     # the server first: the first map's thread (numba, the neighbour search) would slow
     # the server's own start-up; the page then shows that map's progress
-    server = ExploreServer(make_document(explorer, backend, max_points), port=port).start()
+    server = ExploreServer(make_document(explorer, backend, max_points), port=port,
+                           max_message_size=message_cap(max_points)).start()
     if not s.steps:
         try:
             explorer.start_first(priors, beta, method)

@@ -3,11 +3,13 @@ History and exports under them, and the ranking/factor-out panel.
 
 The maps (:mod:`.maps`) draw from ONE ColumnDataSource, so a selection made in either is
 the selection of both; the left map shows the parent of the step on the right. Selection
-and ranking are in :mod:`.selection`, runs in :mod:`.runs`; slow work (ranking, every
-map, the first one included) runs in threads, and a periodic callback moves its results
-into the document. The page stretches with the window: the maps take the space between
-two fixed-width side panels. Named models (``map_a``, ``map_b``, ``points``, ``ranking``,
-``factor_out``, …) are what the browser tests look up.
+and ranking are in :mod:`.selection`, runs in :mod:`.runs`, the checks of what the
+browser sends (and the view kept in the page's address) in :mod:`.inputs`; slow work
+(ranking, every map, the first one included) runs in threads, and a periodic callback
+moves its results into the document. The page stretches with the window: the maps,
+square, take the width between two fixed-width side panels (:func:`.maps.square_styles`),
+and the help opens over the page. Named models (``map_a``, ``map_b``, ``points``,
+``ranking``, ``factor_out``, …) are what the browser tests look up.
 """
 
 from __future__ import annotations
@@ -19,20 +21,27 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...prior import DEFAULT_BETA
-from .columns import columns_html, legend_table, prior_choices, ranking_table
+from .columns import (
+    choice_options,
+    columns_html,
+    legend_height,
+    legend_table,
+    prior_choices,
+    ranking_table,
+)
 from .columns import levels as _levels
 from .columns import palette as _palette
 from .columns import xy as _xy
 from .controller import MEDIA_TYPES, Explorer, available_exports
-from .maps import BACKENDS, backend_probe, make_map
+from .inputs import NONE, InputsMixin, requested_view
+from .maps import BACKENDS, backend_probe, make_map, square_styles
 from .methods import METHODS
 from .runs import RunMixin
 from .selection import PROMPT, SelectionMixin
-from .texts import HELP_HTML, marker_legend_html, title_html
+from .texts import help_html, marker_legend_html, title_html
 
 __all__ = ["make_document", "BACKENDS"]
 
-NONE = "(none)"
 MARKERS = ["circle", "square", "triangle", "diamond", "inverted_triangle", "star", "hex",
            "plus"]
 POLL_MS = 250
@@ -70,11 +79,11 @@ def _title_style() -> dict:
             "line-height": "1.3em", "overflow-wrap": "anywhere"}
 
 
-class _Page(SelectionMixin, RunMixin):
+class _Page(InputsMixin, SelectionMixin, RunMixin):
     """One browser tab's document, driving the shared :class:`Explorer`."""
 
     def __init__(self, doc, explorer: Explorer, backend: str = "auto",
-                 max_points: int = DISPLAY_MAX):
+                 max_points: int = DISPLAY_MAX, view: dict | None = None):
         from bokeh.models import (
             Button,
             Checkbox,
@@ -122,7 +131,9 @@ class _Page(SelectionMixin, RunMixin):
         self._build_maps(self.backend.value)
 
         self.heading = Div(text=title_html(self.s.n, self.s.X.shape[1]), name="heading")
-        self.help = Div(text=HELP_HTML, name="help", sizing_mode="stretch_width")
+        exports = available_exports()
+        # the help names the exports this page has buttons for (Parquet only with pyarrow)
+        self.help = Div(text=help_html(exports), name="help", sizing_mode="stretch_width")
         self.columns_info = Div(name="columns", sizing_mode="stretch_width",
                                 styles={"overflow-wrap": "anywhere"}, text=columns_html(
             self.s.feature_names, [c for c in self.columns if c not in self.s.derived]))
@@ -134,13 +145,14 @@ class _Page(SelectionMixin, RunMixin):
                             name="color", **wide)
         self.marker = Select(title="Marker by", value=NONE, name="marker",
                              options=[NONE, *self.columns], **wide)
-        self.marker_legend = Div(text="", name="marker_legend", **text)
+        # hidden while empty: an empty Div still takes a line of the left panel
+        self.marker_legend = Div(text="", name="marker_legend", visible=False, **text)
         # each hover column travels to the browser: none by default on large data
         hover = self.columns[:3] if self.s.n <= HOVER_DEFAULT_MAX else []
-        self.hover_cols = MultiChoice(title="Hover shows", options=self.columns, value=hover,
-                                      name="hover_columns", **wide)
-        self.legend_source, self.legend = legend_table()
-        self.legend.update(sizing_mode="stretch_width", height=150)
+        self.hover_cols = MultiChoice(title="Hover shows", options=choice_options(self.columns),
+                                      value=hover, name="hover_columns", **wide)
+        self.legend_source, self.legend = legend_table()  # its height follows its levels
+        self.legend.sizing_mode = "stretch_width"
         self.cluster_method = Select(title="Cluster the map", value="kmeans", width=110,
                                      options=["kmeans", "dbscan"], name="cluster_method")
         self.cluster_param = Spinner(title="k / eps (DBSCAN)", value=8, low=0.01,
@@ -153,7 +165,8 @@ class _Page(SelectionMixin, RunMixin):
         self.keep_prior = Checkbox(label="", active=True, name="keep_prior", visible=False,
                                    stylesheets=[WRAP_LABEL], **wide)
         self.prior = MultiChoice(title="Add to the prior (factored out of the next map)",
-                                 options=self.columns, value=[], name="prior", **wide)
+                                 options=choice_options(self.columns), value=[],
+                                 name="prior", **wide)
         self.next_prior = Div(text="", name="next_prior", **text)
         self.add_sel = Button(label="+ selection", name="add_selection")
         self.add_clu = Button(label="+ clusters", name="add_clusters")
@@ -169,13 +182,14 @@ class _Page(SelectionMixin, RunMixin):
                               options=[], name="history", sizing_mode="stretch_width",
                               min_width=160)
         # only what this installation can write; sized to their labels
-        self.exports = {k: Button(label=k.upper(), name=f"export_{k}")
-                        for k in available_exports()}
+        self.exports = {k: Button(label=k.upper(), name=f"export_{k}") for k in exports}
         # "n" counts the downloads: the same file twice is still a change the browser sees
         self.download = ColumnDataSource({"name": [], "b64": [], "type": [], "n": []},
                                          name="download")
         self.download.js_on_change("data", CustomJS(code=DOWNLOAD_JS))
+        self._downloads = 0  # counted here: the browser may write anything into "n"
         self.status = Div(text="", name="status", **text)
+        self._apply_view(view or {})
         self._wire()
         if self.s.steps:
             self._show_step(self.step_b)
@@ -187,6 +201,8 @@ class _Page(SelectionMixin, RunMixin):
                 self._follow(self.ex.job)
             self._say_next_prior()
         self._set_color(self.color.value)
+        if self.marker.value != NONE:  # asked for by the page's address
+            self._set_marker(self.marker.value)
         self._set_hover()
         self._layout()
         backend_probe(doc, self.backend, auto=backend == "auto")
@@ -202,9 +218,11 @@ class _Page(SelectionMixin, RunMixin):
         """(Re)build both maps drawn with ``backend`` (a figure cannot change it once
         drawn); the selection tools, hover and framing come with them."""
         self.fig_a, self.r_a = make_map(self.source, self.mapper, "xa", "ya", "map_a",
-                                        backend, lambda e: self._geometry(e, "a"))
+                                        backend,
+                                        lambda e: self._guarded(self._geometry, e, "a"))
         self.fig_b, self.r_b = make_map(self.source, self.mapper, "xb", "yb", "map_b",
-                                        backend, lambda e: self._geometry(e, "b"))
+                                        backend,
+                                        lambda e: self._guarded(self._geometry, e, "b"))
         from bokeh.models import ColorBar
 
         self.colorbar = ColorBar(color_mapper=self.mapper, width=10, visible=False)
@@ -232,15 +250,20 @@ class _Page(SelectionMixin, RunMixin):
         from bokeh.layouts import column, row
 
         fit = {"sizing_mode": "stretch_both"}
+        wide = {"sizing_mode": "stretch_width"}
         from bokeh.models import Spacer
 
         self._no_map = Spacer(width=0, height=0)
-        self.box_a = column(self._no_map, name="box_a", **fit)
-        self.box_b = column(self.title_b, self.fig_b, name="box_b", **fit)
+        # the maps' boxes are as tall as their square maps (square_styles), so that
+        # History and the exports come right under the maps
+        self.box_a = column(self._no_map, name="box_a", **wide)
+        self.box_b = column(self.title_b, self.fig_b, name="box_b", **wide)
         self._show_left(self.fig_a.visible)
-        maps = row(self.box_a, self.box_b, **fit)
-        under = row(self.history, *self.exports.values(), sizing_mode="stretch_width")
-        centre = column(maps, under, **fit)
+        maps = row(self.box_a, self.box_b, spacing=0, **wide)
+        under = row(self.history, *self.exports.values(), **wide)
+        # a size container: the maps size themselves from its width and height
+        centre = column(maps, under, name="centre", styles={"container-type": "size"},
+                        **fit)
         left = column(self.columns_info, self.color, self.marker, self.marker_legend,
                       self.hover_cols, self.legend,
                       row(self.cluster_method, self.cluster_param),
@@ -258,27 +281,6 @@ class _Page(SelectionMixin, RunMixin):
                                  **fit))
         self.doc.add_root(self.download)  # drawn by nothing: a root, so that it syncs
 
-    def _wire(self):
-        self.source.selected.on_change("indices", lambda a, o, new: self._selected(new))
-        self.color.on_change("value", lambda a, o, v: self._set_color(v))
-        self.marker.on_change("value", lambda a, o, v: self._set_marker(v))
-        self.hover_cols.on_change("value", lambda a, o, v: self._set_hover())
-        self.backend.on_change("value", lambda a, o, v: self._set_backend(v))
-        for widget, prop in ((self.prior, "value"), (self.keep_prior, "active"),
-                             (self.beta, "value"), (self.method, "value")):
-            widget.on_change(prop, lambda a, o, v: self._say_next_prior())
-        self.legend_source.selected.on_change("indices", lambda a, o, v: self._legend_click(v))
-        self.cluster_btn.on_click(self._cluster)
-        self.add_sel.on_click(self._add_selection)
-        self.add_clu.on_click(self._add_clusters)
-        self.add_top.on_click(self._add_top)
-        self.go.on_click(self._factor_out)
-        self.stop.on_click(lambda: self.ex.cancel())
-        self.history.on_change("value", lambda a, o, v: v and self._show_step(
-            int(v.split(":")[0])))
-        for kind, b in self.exports.items():
-            b.on_click(lambda k=kind: self._export(k))
-
     def _say(self, text: str, error: bool = False):
         colour = "#b00" if error else "#333"
         self.status.text = f'<span style="color:{colour}">{html.escape(text)}</span>'
@@ -294,6 +296,8 @@ class _Page(SelectionMixin, RunMixin):
         BokehJS cannot range it and logs "could not set initial ranges" at every
         change of the shared source."""
         self.fig_a.visible = visible
+        for fig in (self.fig_a, self.fig_b):
+            fig.styles = square_styles(2 if visible else 1)
         if hasattr(self, "box_a"):
             self.box_a.visible = visible
             # a hidden box holds an empty Spacer: a layout without children is a warning
@@ -303,9 +307,9 @@ class _Page(SelectionMixin, RunMixin):
 
     def _refresh_options(self):
         self.columns = list(self.s.labels)
-        self.prior.options = prior_choices(self.columns, self.s.feature_names)
+        self.prior.options = choice_options(prior_choices(self.columns, self.s.feature_names))
         self.marker.options = [NONE, *self.columns]
-        self.hover_cols.options = self.columns
+        self.hover_cols.options = choice_options(self.columns)
         self.color.options = list(dict.fromkeys([NONE, *self.columns, *self.s.feature_names]))
         self.history.options = [f"{k}: {st.title}" for k, st in enumerate(self.s.steps)]
 
@@ -345,6 +349,7 @@ class _Page(SelectionMixin, RunMixin):
         # a row selected in the old legend would select a row of the new one
         self._clear_legend()
         self.legend_source.data = {"color": [], "level": [], "count": []}
+        self.legend.height = legend_height(0)
         if name == NONE:
             self.mapper.update(palette=_palette(1), low=0, high=1)
             self.source.data["c"] = np.zeros(n, dtype=np.float32)
@@ -370,6 +375,8 @@ class _Page(SelectionMixin, RunMixin):
         self.source.data["c"] = self._d(codes).astype(np.float32)
         self.colorbar.visible = False
         self.legend_codes = (name, levels, codes)
+        # every level in view (up to LEGEND_ROWS): a few types need no scrolling
+        self.legend.height = legend_height(len(levels))
         self.legend_source.data = {"color": pal, "level": levels,
                                    "count": np.bincount(codes, minlength=len(levels)).tolist()}
 
@@ -379,7 +386,7 @@ class _Page(SelectionMixin, RunMixin):
         if name == NONE:
             for r in (self.r_a, self.r_b):
                 r.glyph.marker = "circle"
-            self.marker_legend.text = ""
+            self.marker_legend.update(text="", visible=False)
             return
         cat = _levels(self.s.labels[name])
         if cat is None or len(cat[1]) > len(MARKERS):
@@ -391,7 +398,8 @@ class _Page(SelectionMixin, RunMixin):
         self.source.data["m"] = np.array(levels, dtype=object)[self._d(codes)].astype(str)
         for r in (self.r_a, self.r_b):
             r.glyph.marker = factor_mark("m", MARKERS[:len(levels)], levels)
-        self.marker_legend.text = marker_legend_html(name, levels, MARKERS[:len(levels)])
+        self.marker_legend.update(text=marker_legend_html(name, levels, MARKERS[:len(levels)]),
+                                  visible=True)
 
     def _set_hover(self):
         from bokeh.models import HoverTool
@@ -419,10 +427,10 @@ class _Page(SelectionMixin, RunMixin):
         except (ValueError, OSError, ImportError) as exc:
             self._say(str(exc), error=True)
             return
-        count = self.download.data["n"]
+        self._downloads += 1
         self.download.data = {"name": [path.name], "type": [MEDIA_TYPES[kind]],
                               "b64": [base64.b64encode(data).decode("ascii")],
-                              "n": [(count[0] if count else 0) + 1]}
+                              "n": [self._downloads]}
         self._say(f"downloaded {path.name} ({len(data):,} bytes; also in {path.parent})")
 
 
@@ -434,6 +442,6 @@ def make_document(explorer: Explorer, backend: str = "auto", max_points: int = D
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
     def modify(doc) -> None:
-        _Page(doc, explorer, backend, max_points)
+        _Page(doc, explorer, backend, max_points, view=requested_view(doc))
 
     return modify

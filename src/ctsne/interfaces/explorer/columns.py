@@ -11,7 +11,8 @@ import numpy as np
 from .session import MAX_PRIOR_LEVELS
 
 __all__ = ["levels", "palette", "xy", "columns_html", "progress_html", "prior_choices",
-           "legend_table", "ranking_table", "ranking_columns", "ranking_headline"]
+           "legend_table", "legend_height", "ranking_table", "ranking_columns",
+           "ranking_headline", "choice_options"]
 
 
 def palette(k: int) -> list[str]:
@@ -132,6 +133,49 @@ def progress_html(iteration: int, total: int | None, kl: float | None,
             f"{text}")
 
 
+# The legend table grows with its levels up to this many rows, so that a colour column
+# of a few types (cell types, batches) shows whole without a scroll bar; beyond it the
+# table scrolls, so that the Cluster controls under it stay on a laptop's screen.
+LEGEND_ROWS = 10
+ROW_HEIGHT = 25     # DataTable's row height (BokehJS's default, set explicitly here)
+HEADER_HEIGHT = 32  # its header row and borders, with a few pixels to spare
+
+
+def legend_height(k: int) -> int:
+    """Pixel height of the legend table.
+
+    Parameters
+    ----------
+    k : int
+        Levels in the legend.
+
+    Returns
+    -------
+    int
+        Room for every row up to :data:`LEGEND_ROWS` (then the table scrolls), and for
+        one row in an empty legend.
+    """
+    return HEADER_HEIGHT + ROW_HEIGHT * min(max(k, 1), LEGEND_ROWS)
+
+
+def choice_options(names: Sequence[str]) -> list:
+    """Options of a MultiChoice that show every name as text.
+
+    Its list (Choices.js, inside BokehJS) writes labels as HTML, so a column name holding
+    markup would be drawn (or run) as markup.
+
+    Parameters
+    ----------
+    names : sequence of str
+
+    Returns
+    -------
+    list
+        Each name as is, or as (name, escaped label) where escaping changes it.
+    """
+    return [n if html.escape(n) == n else (n, html.escape(n)) for n in names]
+
+
 def legend_table():
     """(source, DataTable) of the colour legend: a swatch, the level, its count."""
     from bokeh.models import ColumnDataSource, DataTable, HTMLTemplateFormatter, TableColumn
@@ -141,8 +185,11 @@ def legend_table():
     swatch = HTMLTemplateFormatter(
         template='<span title="<%- value %>"><span style="color:<%= color %>">&#9679;</span> '
                  '<%- value %></span>')
-    return source, DataTable(source=source, name="legend_table", height=160, width=240,
-                             index_position=None, columns=[
+    # not reorderable: dragging columns needs jquery-ui, which BokehJS does not ship (it
+    # logs "jquery-ui is required" for every table that asks for it)
+    return source, DataTable(source=source, name="legend_table", height=legend_height(0),
+                             width=240, index_position=None, reorderable=False,
+                             row_height=ROW_HEIGHT, columns=[
                                  TableColumn(field="level", title="level (click: select)",
                                              formatter=swatch),
                                  TableColumn(field="count", title="points", width=60)])
@@ -173,7 +220,7 @@ def ranking_table():
     # a long feature name is cut in its cell; the tooltip holds all of it
     name = HTMLTemplateFormatter(template='<span title="<%- value %>"><%- value %></span>')
     return source, DataTable(source=source, name="ranking", height=260, width=330,
-                             index_position=None, columns=[
+                             index_position=None, reorderable=False, columns=[
                                  TableColumn(field="rank", title="#", width=30),
                                  TableColumn(field="feature", title="feature", width=110,
                                              formatter=name),

@@ -9,13 +9,45 @@ the hover tooltip, and telling a hardware WebGL renderer from a software one.
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "TOOLS", "make_map", "backend_probe", "REFRAME_JS", "NEAREST_JS"]
+__all__ = ["BACKENDS", "TOOLS", "make_map", "backend_probe", "square_styles", "REFRAME_JS",
+           "NEAREST_JS"]
 
 # "auto": start with the 2-D canvas and switch to WebGL where the browser reports a
 # hardware renderer (BACKEND_JS); the page's switch can change it either way.
 BACKENDS = ("auto", "webgl", "canvas")
 TOOLS = "pan,wheel_zoom,box_select,lasso_select,tap,reset"
 POINT_SIZE = 4
+
+# The maps are square: drawn at equal scale, a tall narrow frame (350 × 643 px beside a
+# second map at 1280 × 800) left most of its height empty. Each takes its share of the
+# centre column's width (half, with two maps) unless the column's height, less the
+# titles, toolbar and History line, is shorter. The centre column is a CSS size
+# container (its size comes from the window, never from the maps), so ``cqw``/``cqh``
+# are its width and height, also inside the maps' shadow roots; BokehJS fits its canvas
+# to the figure's element. Pixels measured on the page (BokehJS 3.9):
+MAP_GAP = 10         # between the two maps
+AROUND_MAPS = 150    # the maps' titles (two lines), toolbar, and the History row
+TOOLBAR_EXTRA = 25   # the toolbar above the frame, less the frame's side borders
+
+
+def square_styles(maps: int) -> dict:
+    """Inline CSS that makes a map's figure square and as large as fits.
+
+    Parameters
+    ----------
+    maps : int
+        How many maps share the centre column's width (1 or 2).
+
+    Returns
+    -------
+    dict
+        ``width``, ``height`` (CSS lengths in the centre column's ``cqw``/``cqh``) and
+        ``flex: none``: inline styles win over the flex rules BokehJS gives a stretching
+        child, which would otherwise stretch the height again.
+    """
+    share = "100cqw" if maps <= 1 else f"calc((100cqw - {MAP_GAP * (maps - 1)}px) / {maps})"
+    side = f"min({share}, calc(100cqh - {AROUND_MAPS}px))"
+    return {"width": side, "height": f"calc({side} + {TOOLBAR_EXTRA}px)", "flex": "none"}
 
 # Run in the browser when the server bumps a map's ``tags``: frame the view to the points
 # again (what the Reset tool does to the ranges), also after the user zoomed or panned,

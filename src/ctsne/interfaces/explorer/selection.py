@@ -86,19 +86,28 @@ class SelectionMixin:
         # else: box and lasso on a subsample arrive as geometry (_geometry), on all points
 
     def _geometry(self, event, which: str):
-        """Box or lasso on a subsample: select every point inside, drawn or not."""
+        """Box or lasso on a subsample: select every point inside, drawn or not. An
+        outline that is neither (sent by hand over the websocket) is refused."""
         if self.shown is None or not event.final or which not in self.maps:
             return
         g, Y = event.geometry, self.maps[which]
-        if g.get("type") == "rect":
-            x0, x1 = sorted((g["x0"], g["x1"]))
-            y0, y1 = sorted((g["y0"], g["y1"]))
-            inside = (Y[:, 0] >= x0) & (Y[:, 0] <= x1) & (Y[:, 1] >= y0) & (Y[:, 1] <= y1)
-        elif g.get("type") == "poly":
-            from matplotlib.path import Path
+        try:
+            if g.get("type") == "rect":
+                x0, x1 = sorted((float(g["x0"]), float(g["x1"])))
+                y0, y1 = sorted((float(g["y0"]), float(g["y1"])))
+                inside = (Y[:, 0] >= x0) & (Y[:, 0] <= x1) & (Y[:, 1] >= y0) & (Y[:, 1] <= y1)
+            elif g.get("type") == "poly":
+                from matplotlib.path import Path
 
-            inside = Path(np.c_[g["x"], g["y"]]).contains_points(Y)
-        else:
+                xy = np.c_[np.asarray(g["x"], dtype=np.float64),
+                           np.asarray(g["y"], dtype=np.float64)]
+                inside = Path(xy).contains_points(Y) if len(xy) >= 3 else None
+            else:
+                return
+        except (AttributeError, KeyError, TypeError, ValueError):
+            inside = None
+        if inside is None:
+            self._say("refused: a selection outline that is not a box or a lasso", error=True)
             return
         self._rows_selected(np.flatnonzero(inside))
 

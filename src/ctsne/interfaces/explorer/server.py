@@ -19,9 +19,31 @@ from collections.abc import Callable
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["ExploreServer", "free_port"]
+__all__ = ["ExploreServer", "free_port", "message_cap"]
 
 APP_PATH = "/explore"
+# The largest websocket message the server reads. What the page sends is small (widget
+# values, box and lasso outlines) except a selection: the indices of up to ``max_points``
+# drawn points, about 7 bytes each as JSON. Tornado buffers a whole message before
+# Bokeh sees it, so a cap of 1 GiB let one message from the page take that much memory.
+MESSAGE_FLOOR = 8 << 20      # bytes: every selection of the default 200,000 points fits
+MESSAGE_PER_POINT = 16       # bytes per drawn point: twice a selected index's JSON
+
+
+def message_cap(max_points: int) -> int:
+    """The websocket message cap for a page that draws up to ``max_points`` points.
+
+    Parameters
+    ----------
+    max_points : int
+        The most points the page draws (a selection sends their indices).
+
+    Returns
+    -------
+    int
+        Bytes: room for a selection of all of them, at least :data:`MESSAGE_FLOOR`.
+    """
+    return max(MESSAGE_FLOOR, MESSAGE_PER_POINT * int(max_points) + (1 << 20))
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -58,15 +80,22 @@ class ExploreServer:
         Default: a free port.
     token : str, optional
         Default: ``secrets.token_urlsafe(24)``.
+    max_message_size : int, optional
+        Largest websocket message read from a page, in bytes (default: what
+        :func:`message_cap` allows for 200,000 drawn points); a larger one closes the
+        connection.
     """
 
     def __init__(self, make_document: Callable, port: int | None = None,
-                 token: str | None = None):
+                 token: str | None = None, max_message_size: int | None = None):
         self.address = "127.0.0.1"
         self.port = int(port) if port else free_port(self.address)
         self.token = token or secrets.token_urlsafe(24)
         self.cookie_name = f"ctsne_token_{self.port}"  # cookies do not tell ports apart
         self._make_document = make_document
+        self.max_message_size = int(max_message_size or message_cap(200_000))
+        if self.max_message_size <= 0:
+            raise ValueError(f"max_message_size must be positive, got {max_message_size}")
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name="ctsne-explore-server",
@@ -149,7 +178,7 @@ class ExploreServer:
                         address=self.address, port=self.port, io_loop=self._loop,
                         allow_websocket_origin=[f"{self.address}:{self.port}",
                                                 f"localhost:{self.port}"],
-                        websocket_max_message_size=1 << 30)
+                        websocket_max_message_size=self.max_message_size)
         app = server._tornado
         router = app.default_router
         router.rules.insert(0, router.process_rule(

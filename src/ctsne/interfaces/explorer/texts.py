@@ -5,7 +5,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-__all__ = ["title_html", "HELP_HTML", "marker_legend_html", "MARKER_SYMBOLS"]
+__all__ = ["title_html", "help_html", "EXPORT_HELP", "marker_legend_html",
+           "MARKER_SYMBOLS"]
 
 # What each Bokeh marker looks like, in text (the marker legend)
 MARKER_SYMBOLS = {"circle": "●", "square": "■", "triangle": "▲", "diamond": "◆",
@@ -19,8 +20,42 @@ def title_html(n: int, p: int) -> str:
             "factor out, look again</span>")
 
 
-HELP_HTML = """<details><summary style="cursor:pointer"><b>Help</b></summary>
-<div style="max-width:720px;font-size:0.92em">
+# What each export button writes, in the help panel's words (only the buttons shown).
+EXPORT_HELP = {
+    "csv": "CSV (the shown map as ctsne1/ctsne2, every step, the labels)",
+    "parquet": "Parquet (the same table)",
+    "png": "PNG",
+    "svg": "SVG (the shown map beside its parent)",
+    "json": "JSON (the session: reopen it with <code>ctsne explore --session</code>)",
+}
+
+# The help opens as a panel over the page (positioned, with a shadow), not in the page's
+# flow: in the flow it pushed every control down by its height, and on a laptop screen
+# the Cluster button under the legend went below the window's bottom edge.
+_HELP_PANEL = ("position:absolute;z-index:20;max-width:720px;margin-top:4px;"
+               "padding:6px 12px;background:#fff;border:1px solid #bbb;border-radius:4px;"
+               "box-shadow:0 3px 12px rgba(0,0,0,0.25);font-size:0.92em")
+
+
+def help_html(exports: Sequence[str]) -> str:
+    """The help panel: closed, a "Help" line to click; open, a panel over the page.
+
+    Parameters
+    ----------
+    exports : sequence of str
+        The export kinds the page has buttons for (as
+        :func:`~ctsne.interfaces.explorer.controller.available_exports` gives them):
+        the help names these and no others.
+
+    Returns
+    -------
+    str
+        HTML for a Div.
+    """
+    known = [EXPORT_HELP[k] for k in exports if k in EXPORT_HELP]
+    listed = ", ".join(known) if known else "none in this installation"
+    return f"""<details><summary style="cursor:pointer"><b>Help</b></summary>
+<div style="{_HELP_PANEL}">
 <ol style="margin:4px 0;padding-left:18px">
 <li><b>Look</b> at the map. Colour and marker by any column (left); hover shows the point
 nearest the cursor.</li>
@@ -34,8 +69,9 @@ choose β' (smaller removes more) and the method, press <i>Factor out</i>. The n
 appears on the right, its parent on the left; History goes back to any step.</li>
 </ol>
 Toolbar: pan, wheel zoom, box select, lasso select, tap (click a point), reset (frame the
-map again). Exports (CSV with the shown map as ctsne1/ctsne2, Parquet, PNG, SVG, the
-session as JSON) download in the browser and are also written to the output folder.
+map again). Exports under the maps: {listed}; each downloads in the browser and is also
+written to the output folder. The page's address keeps the colour, marker and step shown,
+so a reload (or a bookmark) opens the same view. Click <b>Help</b> again to close this.
 </div></details>"""
 
 
