@@ -126,11 +126,32 @@ def test_refit_balances_a_separating_prior_as_a_fit_would():
     base = _small_model(beta=0.01).fit(X)
     with pytest.warns(UserWarning, match="separates the data"):
         _small_model(affinities="standard").fit(X, g)  # g separates: the standard P warns
+    # the paper's weights: the balanced P of a separating prior, as a fit builds it
+    base.set_params(conditioning="classes")
     model = fit_sharing_affinities(base, X, g, beta=0.05)
-    full = _small_model(beta=0.05).fit(X, g)
+    full = _small_model(beta=0.05, conditioning="classes").fit(X, g)
     assert model.affinities_ == full.affinities_ == "balanced"
     assert abs(model.P_ - full.P_).max() < 1e-12
     assert fit_sharing_affinities(base, X, g, beta=0.1).P_ is model.P_  # kept for the prior
+
+
+def test_refit_conditions_on_shared_states_as_a_fit_would():
+    """Under the default conditioning ("auto") a refit chooses as a fit does; where it
+    chooses shared states, its states, prior and P (the standard P of Harmony's aligned
+    space) are the fit's, and the map is the fit's."""
+    X, g, _, _ = _data()
+    base = _small_model().fit(X)
+    model = fit_sharing_affinities(base, X, g, beta=0.05)
+    full = _small_model(beta=0.05).fit(X, g)
+    assert model.conditioning_ == full.conditioning_
+    assert model.affinities_ == full.affinities_
+    assert abs(model.P_ - full.P_).max() < 1e-12
+    assert full.conditioning_ == "states"  # g holds clusters the other classes lack
+    np.testing.assert_array_equal(model.states_, full.states_)
+    assert model.shared_states_.reason == full.shared_states_.reason
+    np.testing.assert_allclose(model.embedding_, full.embedding_, rtol=1e-10, atol=1e-10)
+    twin = fit_sharing_affinities(base, X, g, beta=0.05)
+    assert twin.P_ is model.P_  # kept for the same prior
 
 
 def test_refit_under_auto_runs_the_estimators_rule():

@@ -8,7 +8,9 @@ from the usual start (PCA on the within-class axes of the new prior), through
 ``affinities`` rule: under "auto" the mode object's own rule reads the shared standard P
 (:class:`ctsne.affinities.graphs.GivenStandard`) and, where the prior is not mixed in it,
 builds the label-balanced P as a fit would; the last such P is kept for the next step
-with the same prior.
+with the same prior. So does shared-state conditioning (``conditioning``): where a fit
+would remove the prior only within shared states, the refit finds the same states and
+builds the standard P of the space where the classes are aligned, once per prior.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class SharedAffinities:
         self.P = P
         self.kind = kind
         self._last: tuple | None = None  # ((mode, classes, labelled), P, kind)
+        self._states: tuple | None = None  # (key, for_states' answer)
 
     def for_classes(self, model, X: np.ndarray, classes, labelled=None) -> tuple:
         """``(P, kind)`` for a fit of ``model`` with these joint prior classes: the shared
@@ -57,6 +60,34 @@ class SharedAffinities:
             built = _build(model, X, classes, mode, standard=self.P, labelled=labelled)
             self._last = (key, built.P, built.mode)
         return self._last[1], self._last[2]
+
+
+    def for_states(self, model, X: np.ndarray, encoded, classes) -> tuple | None:
+        """Where ``model.conditioning`` chooses shared states for this prior, as a fit
+        would: ``(prior with states, what was found, P)``, P being the standard P of the
+        space where the classes are aligned (None where ``model.affinities`` is not
+        "auto": a fit then builds its usual P); else None. Kept for the next step with
+        the same prior."""
+        from ...affinities.options import mode_name
+        from ...checks import to_safe_scale
+        from ...estimator.validation import threads
+
+        if classes is None or model.conditioning == "classes" or len(encoded.codes) != 1:
+            return None
+        aligned_graph = mode_name(model.affinities) == "auto"
+        key = (model.conditioning, aligned_graph, repr(encoded.betas), classes.tobytes())
+        if self._states is None or self._states[0] != key:
+            model.prior_ = encoded
+            with threads(model.n_jobs):
+                aligned = model._condition(to_safe_scale(X), classes, None, aligned_graph)
+            if getattr(model, "conditioning_", None) != "states":
+                found = None
+            else:
+                P = (None if aligned is None else
+                     _build(model, to_safe_scale(aligned), None, "standard").P)
+                found = (model.prior_, model.shared_states_, P)
+            self._states = (key, found)
+        return self._states[1]
 
 
 def _build(model, X: np.ndarray, classes, mode, standard=None, labelled=None):
@@ -140,11 +171,23 @@ def fit_sharing_affinities(base, X: np.ndarray, prior, beta: float, callbacks=No
                          missing=model.missing)
     classes = None if encoded is None or encoded.is_trivial else encoded.joint_codes()
     labelled = None if classes is None else ~encoded.missing_mask()
-    P, kind = shared_affinities(base, X).for_classes(model, X, classes, labelled)
+    shared = shared_affinities(base, X)
+    states = shared.for_states(model, X, encoded, classes)
+    if states is None:
+        P, kind = shared.for_classes(model, X, classes, labelled)
+    else:
+        encoded, found, P = states
+        kind = "standard"
+        if P is None:  # states, with the P that model.affinities asks for
+            P, kind = shared.for_classes(model, X, classes, labelled)
     with warnings.catch_warnings():
         # a cancelled run is reported by the job, not as a warning
         warnings.filterwarnings("ignore", message="optimisation interrupted")
         model.fit_affinities(P, encoded, X=X, kind=kind)
+    if states is not None:
+        # as a fit says them: why the states were chosen, and that P encodes the prior
+        model.shared_states_ = found
+        model._P_encodes_prior_ = states[2] is not None
     return model
 
 
