@@ -1,5 +1,6 @@
 """Which clustering finds the states of shared-state conditioning: Harmony's own clusters
-against coarser k-means clusters and Leiden communities of the space Harmony aligned.
+against coarser ones (the same joined where their soft memberships overlap, k-means and
+Leiden communities of the space Harmony aligned).
 
 Shared-state weights lower the repulsion between two classes only within a state both
 hold, so a state that joins two types merges them in the map, and a state that splits a
@@ -53,6 +54,19 @@ def _leiden(Zc, seed, resolution, k=15):
     return np.asarray(part.membership)
 
 
+def _joined(R, threshold=0.2):
+    """Harmony's clusters joined where their soft memberships overlap (cosine of the
+    membership columns above ``threshold``), each point in its cluster's group."""
+    from scipy.sparse.csgraph import connected_components
+
+    C = R.T @ R
+    norm = np.sqrt(np.diag(C))
+    overlap = C / np.outer(norm, norm)
+    np.fill_diagonal(overlap, 0.0)
+    group = connected_components(overlap > threshold, directed=False)[1]
+    return group[R.argmax(axis=1)]
+
+
 def pair_shares(states, batch, label) -> tuple[float, float]:
     """(same-type shared, cross-type shared) over the pairs of points in different batches
     (module note), counted from the states × batches × types table."""
@@ -84,6 +98,8 @@ def _auto(states, batch) -> str:
 
 def finders():
     out = {"Harmony's clusters (default)": lambda Z, R, seed: R.argmax(axis=1),
+           "Harmony's clusters joined by soft overlap > 0.2":
+               lambda Z, R, seed: _joined(R),
            "k-means, n^(1/3) clusters": lambda Z, R, seed: _kmeans(Z, seed)}
     try:
         import leidenalg  # noqa: F401
