@@ -268,3 +268,27 @@ def test_the_tsne_counterpart_of_a_shared_state_map_is_plain_tsne():
     np.testing.assert_array_equal(twin.embedding_, plain.embedding_)
     model.fit_affinities(model.P_, batch, X=X)  # a given P: handed over as it is
     assert model.tsne_counterpart().P_ is model.P_
+
+
+def test_new_points_take_the_state_of_their_own_class_neighbours():
+    """Placing new points (UMAP, LargeVis): a new point's state is the one its reference
+    neighbours of its own class hold most weight in; its weights against each group are
+    then the fitted ones (unknown state: the paper's α' or β')."""
+    c = np.array([0, 0, 0, 1, 1, 1])
+    s = np.array([0, 0, 1, 0, 1, 1])
+    prior = with_states(make_prior(c, 6, beta=0.1), s)
+    idx = np.array([[0, 2, 3], [3, 4, 0], [3, 4, 5], [0, 1, 2]])
+    w = np.array([[0.2, 0.7, 1.0], [1.0, 0.1, 0.5], [0.3, 0.3, 0.3], [1.0, 1.0, 1.0]])
+    new_c = np.array([0, 0, 0, -1])
+    got = prior.states_of(new_c, idx, w)
+    # row 0: own-class neighbours 0 (state 0, 0.2) and 2 (state 1, 0.7) -> 1;
+    # row 1: own class only point 0 -> 0; row 2: no neighbour of class 0; row 3: unknown
+    np.testing.assert_array_equal(got, [1, 0, -1, -1])
+    groups, rows = prior.group_weights([new_c, got])
+    _, gc, gs = prior._groups()
+    a, b = prior.alphas[0], prior.betas[0]
+    want = np.array([[a if ci == cj else (b if (si < 0 or si == sj) else 1.0)
+                      for cj, sj in zip(gc, gs, strict=True)]
+                     for ci, si in zip(new_c, got, strict=True)])
+    want[3] = np.where(gc == -1, a, b)  # an unknown class: β' to every group
+    np.testing.assert_allclose(rows, want)

@@ -49,7 +49,8 @@ def test_cli_algorithm_writes_a_map_and_a_model(table, capsys, algorithm):
                  "--save-model", "m.pkl", "--seed", "0", "--threads", "1", "--n-epochs",
                  "60", "-q"]) == 0
     rows = Path("m.csv").read_text().splitlines()
-    assert rows[0] == "id,ctsne1,ctsne2,gender" and len(rows) == 301
+    # the prior first, then every other label column of the input
+    assert rows[0] == "id,ctsne1,ctsne2,gender,ethnicity,income" and len(rows) == 301
     import pickle
 
     with open("m.pkl", "rb") as fh:

@@ -77,14 +77,36 @@ class SharedStatePrior(Prior):
     def group_weights(self, sources: list | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each point's (class, state) group and the groups' weight table ``W`` (G, G).
 
-        ``sources``: class codes (one column) of other points whose state is unknown (new
-        points): their weights against each group are the paper's, α' or β' (r, G).
+        ``sources``: codes of other points (new points), ``[classes]`` or ``[classes,
+        states]`` (from :meth:`states_of`); their weights against each group (r, G). A
+        point of unknown state (−1, or no states given) is in every state: the paper's
+        α' or β'.
         """
         groups, gc, gs = self._groups()
-        if sources is not None:  # an unknown state (−1) is every state: α' or β'
+        if sources is not None:
             c = np.asarray(sources[0])
-            return groups, self._weights(c, np.full(len(c), -1), gc, np.full(len(gs), -1))
+            s = np.asarray(sources[1]) if len(sources) > 1 else np.full(len(c), -1)
+            known = self._weights(c, s, gc, gs)
+            paper = self._weights(c, np.full(len(c), -1), gc, np.full(len(gs), -1))
+            return groups, np.where((s >= 0)[:, None], known, paper)
         return groups, self._weights(gc, gs, gc, gs)
+
+    def states_of(self, classes: np.ndarray, idx: np.ndarray, weights: np.ndarray
+                  ) -> np.ndarray:
+        """The states of new points: of each point's reference neighbours ``idx`` (m, k;
+        edge ``weights``) those of its own class, the state holding most of their weight;
+        −1 (unknown) for a point of unknown class or without a neighbour of its class."""
+        import scipy.sparse as sp
+
+        classes = np.asarray(classes)
+        same = (self.codes[0][idx] == classes[:, None]) & (classes >= 0)[:, None]
+        rows = np.broadcast_to(np.arange(len(classes))[:, None], idx.shape)[same]
+        # (a tiny floor: a neighbour of weight 0 still names its state)
+        votes = sp.csr_matrix((weights[same] + 1e-12, (rows, self.states[idx[same]])),
+                              shape=(len(classes), self.n_states))
+        out = np.asarray(votes.argmax(axis=1)).reshape(-1).astype(np.int64)
+        out[~same.any(axis=1)] = -1
+        return out
 
 
 def with_states(prior: Prior, states: np.ndarray) -> SharedStatePrior:

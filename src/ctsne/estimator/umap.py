@@ -44,6 +44,7 @@ from ..neighbors.search import is_exact_search
 from ..optimization.negatives import NegativeSampler
 from ..optimization.sgd import edge_keys, epochs_per_sample
 from ..optimization.spectral import pca_init, spectral_init
+from ..shared_states import SharedStatePrior
 from .base import ConditionalEmbedding, callback_list
 from .parameters import with_parameters
 from .placement import NO_PRIOR_NEW, encode_new_prior, reference_neighbors
@@ -258,12 +259,13 @@ class GraphEmbedding(ConditionalEmbedding):
         """
         X_new = self._new_points(X_new)
         m = X_new.shape[0]
-        sampler, rows = self._transform_sampler(prior_new, m)
+        columns = self._new_columns(prior_new, m)  # refused or warned about before the work
         n_epochs = max(TRANSFORM_MIN_EPOCHS, self.n_epochs_ // 3)
         seed = int(np.random.default_rng(self.random_state).integers(_SEED_HIGH))
         with threads(self.n_jobs):
             idx, dist = self._reference_neighbors(X_new)
             w = self._new_weights(idx, dist)
+            sampler, rows = self._transform_sampler(columns, idx, w)
             total = w.sum(axis=1, keepdims=True)
             share = np.where(total > 0, w / np.where(total > 0, total, 1.0), 1.0 / w.shape[1])
             Y = np.einsum("ik,ikd->id", share, self.embedding_[idx])
@@ -277,18 +279,28 @@ class GraphEmbedding(ConditionalEmbedding):
                                 lr=TRANSFORM_LR_SHARE * self.learning_rate, Y_ref=ref,
                                 source_class=rows)
 
-    def _transform_sampler(self, prior_new, m: int):
-        """The negatives of new points: the fit's classes, plus a source row per new
-        combination of labels; returns ``(sampler, source_class or None)``."""
+    def _new_columns(self, prior_new, m: int) -> list | None:
+        """The new points' codes in the fitted prior's columns (unknown: −1), None without
+        a prior; refuses ``prior_new`` without a prior, warns when it is missing."""
         prior = self.prior_
-        n = len(self.embedding_)
         columns = encode_new_prior(prior, prior_new, m)  # refuses prior_new without a prior
         if prior is None or prior.is_trivial:
-            return NegativeSampler.uniform(n), None
+            return None
         if not columns:
             warnings.warn(NO_PRIOR_NEW, UserWarning, stacklevel=3)
             columns = [np.full(m, -1, dtype=np.int64) for _ in prior.codes]
+        return columns
+
+    def _transform_sampler(self, columns, idx: np.ndarray, w: np.ndarray):
+        """The negatives of new points: the fit's groups, plus a source row per new
+        combination of labels (and, under shared states, of the state the point's
+        neighbours of its own class hold); returns ``(sampler, source_class or None)``."""
+        prior = self.prior_
+        if columns is None:
+            return NegativeSampler.uniform(len(self.embedding_)), None
         joint, W = prior.group_weights()
+        if isinstance(prior, SharedStatePrior):
+            columns = [*columns, prior.states_of(columns[0], idx, w)]
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
         _, extra = prior.group_weights(list(combos.T))
         sampler = NegativeSampler.from_classes(joint, W).with_source_rows(extra)
