@@ -106,3 +106,45 @@ def diamonds(path: Path) -> tuple[np.ndarray, dict]:
                    float(r["depth"]), float(r["table"]), np.log(float(r["price"])),
                    float(r["x"]), float(r["y"]), float(r["z"])] for a, r in enumerate(rows)])
     return (X - X.mean(axis=0)) / X.std(axis=0), codes
+
+
+def query_rows(n: int, size: int, seed: int = 1) -> np.ndarray:
+    """A fixed random subsample of ``size`` of ``n`` rows (all when ``n <= size``), sorted:
+    the query side of the recall and preservation measures."""
+    if n <= size:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+
+
+def exact_neighbours(X: np.ndarray, rows: np.ndarray, k: int, n_jobs: int = 2,
+                     chunk: int = 2_000, algorithm: str = "brute") -> np.ndarray:
+    """Exact ``k`` nearest other points (int64, nearest first) of the points ``rows`` among
+    all of ``X``: brute force in BLAS (scikit-learn; ``algorithm="kd_tree"`` for a map),
+    queried in chunks; each point left out of its own list (its farthest entry where it
+    does not appear, as for duplicates)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    nn = NearestNeighbors(algorithm=algorithm, n_jobs=n_jobs).fit(X)
+    out = np.empty((len(rows), k), dtype=np.int64)
+    for s in range(0, len(rows), chunk):
+        r = rows[s:s + chunk]
+        idx = nn.kneighbors(X[r], k + 1, return_distance=False)
+        is_self = idx == r[:, None]
+        is_self[~is_self.any(axis=1), -1] = True
+        out[s:s + chunk] = idx[~is_self].reshape(len(r), k)
+    return out
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def limit_threads(threads: int) -> None:
+    """Cap BLAS, OpenMP and numba at ``threads`` in the child processes started after this
+    (they read these variables when they load)."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(threads)
