@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from conftest import random_affinities
 
 from ctsne import exact_objective, exact_objective_terms
-from ctsne.forces.attraction import Attraction, attraction
+from ctsne.forces.attraction import Attraction, attraction, pair_blocks
 from ctsne.forces.repulsion import ConditionalRepulsion
 from ctsne.prior import make_prior, weights_from_sizes
 
@@ -205,12 +205,11 @@ def test_bad_P_is_rejected(rng):
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])
 def test_attraction_pairs_over_uneven_rows(threads, rng, monkeypatch):
-    """Each pair of P's upper triangle is computed once, by one block of rows per thread,
-    into that block's buffer. Rows of very different lengths (2 to ~170 entries, ~100k in
-    all: the parallel twin) still give the dense sums on any number of blocks, every block
-    holds about its share of the pairs, and its buffer spans every row it touches."""
-    from ctsne.forces.attraction import pair_blocks
-
+    """Each pair of P's upper triangle is computed once, by one block of rows, into that
+    block's buffer. Rows of very different lengths (2 to ~170 entries, ~100k in all: the
+    parallel twin) still give the dense sums on any number of blocks (set here; a fit's
+    follow P's size), every block holds about its share of the pairs, and its buffer spans
+    every row it touches."""
     n = 1000
     lengths = 1 + (np.arange(n) ** 2) // 12_000
     rows = np.repeat(np.arange(n), lengths)
@@ -220,6 +219,8 @@ def test_attraction_pairs_over_uneven_rows(threads, rng, monkeypatch):
     P = (A + A.T).tocsr()
     P.eliminate_zeros()
     monkeypatch.setattr("numba.get_num_threads", lambda: threads)
+    monkeypatch.setattr("ctsne.forces.attraction.fixed_blocks",
+                        lambda indptr, indices: pair_blocks(indptr, indices, threads))
     att = Attraction(P, locality=False)
     U = att.U
     assert U.nnz * 2 == P.nnz
@@ -236,7 +237,7 @@ def test_attraction_pairs_over_uneven_rows(threads, rng, monkeypatch):
     T = 1.0 / (1.0 + (diff**2).sum(-1))
     ref = ((P.toarray() * T)[:, :, None] * diff).sum(1)
     F, _ = att(Y)
-    assert threads in att._blocks  # the pass ran on this many blocks
+    assert len(att.blocks[0]) == threads + 1  # the pass ran on this many blocks
     assert np.abs(F - ref).max() <= 1e-12 * np.abs(ref).max()
     F, plogt = att(Y, True)
     assert np.abs(F - ref).max() <= 1e-12 * np.abs(ref).max()
@@ -244,8 +245,8 @@ def test_attraction_pairs_over_uneven_rows(threads, rng, monkeypatch):
 
 
 def test_attraction_blocks_stay_below_the_pairs_per_point(rng, monkeypatch):
-    """Eight threads over a ring (each point paired with its two next points: 2 pairs a
-    point) run two blocks, not eight: each block's buffer spans up to n rows, and the
+    """A ring (each point paired with its two next points: 2 pairs a point) runs two
+    blocks, not one per BLOCK_PAIRS pairs: each block's buffer spans up to n rows, and the
     forces are still the dense sums."""
     n = 20_000
     i = np.arange(n)
@@ -257,7 +258,7 @@ def test_attraction_blocks_stay_below_the_pairs_per_point(rng, monkeypatch):
     att = Attraction(P, locality=False)
     Y = rng.normal(scale=5.0, size=(n, 2))
     F, _ = att(Y)
-    assert list(att._blocks) == [2]
+    assert len(att.blocks[0]) == 3  # two blocks
     C = P.tocoo()
     diff = Y[C.row] - Y[C.col]
     w = C.data / (1.0 + (diff**2).sum(1))
@@ -270,13 +271,15 @@ def test_attraction_blocks_stay_below_the_pairs_per_point(rng, monkeypatch):
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
 def test_attraction_matches_dense_sums(d, threads, locality, rng, monkeypatch):
-    """Attraction, each pair computed once (on one block, or on three: the parallel
-    twin), equals the dense ``Σ_j p_ij t_ij (y_i − y_j)`` and ``Σ p log t``; the same over
-    P's copy in locality order (used above 50k points), whose results come back in the
-    points' order."""
+    """Attraction, each pair computed once (on one block, or on three, set here: the
+    parallel twin), equals the dense ``Σ_j p_ij t_ij (y_i − y_j)`` and ``Σ p log t``; the
+    same over P's copy in locality order (used above 50k points), whose results come back
+    in the points' order."""
     n = 300
     P = random_affinities(n, rng)
     monkeypatch.setattr("numba.get_num_threads", lambda: threads)
+    monkeypatch.setattr("ctsne.forces.attraction.fixed_blocks",
+                        lambda indptr, indices: pair_blocks(indptr, indices, threads))
     att = Attraction(sp.csr_matrix(P), locality=locality)
     assert 2 * att.U.nnz >= 40_000  # the parallel twin where threads > 1
     if locality:  # a real reordering, not the identity
@@ -286,7 +289,7 @@ def test_attraction_matches_dense_sums(d, threads, locality, rng, monkeypatch):
     T = 1.0 / (1.0 + (diff**2).sum(-1))
     ref = ((P * T)[:, :, None] * diff).sum(1)
     F, _ = att(Y)
-    assert list(att._blocks) == [threads]
+    assert len(att.blocks[0]) == threads + 1
     assert np.abs(F - ref).max() <= 1e-12 * np.abs(ref).max()
     F, plogt = att(Y, True)
     np.testing.assert_allclose(F, ref, rtol=1e-12, atol=1e-15)

@@ -14,9 +14,15 @@ default, which makes a fit far slower on a machine whose cores are busy. Two mea
 
 Most kernels are instead one serial body over a range of items, compiled once and released
 from the GIL, whose parts run side by side on the calling thread and ctsne's own workers
-(:class:`Threaded`): numba's parallel pipeline costs much more to compile. The parts are
-fixed by the caller, so the exact and Barnes-Hut forces are the same on any number of
-threads. The attraction, memory-bound, keeps a ``prange`` twin for large P.
+(:class:`Threaded`): numba's parallel pipeline costs much more to compile. The attraction,
+memory-bound, keeps a ``prange`` twin for large P.
+
+Thread count. A map must not depend on how many threads computed it (a laptop's map is a
+server's), so no sum may depend on how work is split between threads. A body's items are
+either independent (rows, tree groups: any split gives the same numbers) or chunks whose
+partial sums are combined in chunk order; then the number of chunks is a function of the
+problem's size alone (:func:`chunk_count`), and the threads take runs of whole chunks
+(:func:`chunk_runs`), each chunk reduced serially, whichever thread runs it.
 
 Determinism. A kernel freshly compiled and the same kernel loaded from numba's cache can
 round parallel reductions or fastmath sums differently. Here no kernel reduces in parallel
@@ -43,8 +49,8 @@ import types
 import numba
 import numpy as np
 
-__all__ = ["Kernel", "PRANGE_ONLY", "Threaded", "equal_parts", "even_parts", "kernel", "renamed",
-           "sum_in_order", "threaded"]
+__all__ = ["Kernel", "PRANGE_ONLY", "Threaded", "chunk_count", "chunk_runs", "equal_parts",
+           "even_parts", "kernel", "renamed", "sum_in_order", "threaded"]
 
 
 def _passive_wait() -> None:
@@ -78,6 +84,32 @@ def equal_parts(items: int, parts: int) -> list[int]:
     """Bounds (parts + 1) that split items ``0 … items − 1`` into runs of equal length
     (within one)."""
     return [items * c // parts for c in range(parts + 1)]
+
+
+# Chunk counts that common thread counts split evenly (2, 4 and 8 threads, most of them
+# also 3 and 6): a pass's slowest thread sets its time.
+EVEN_COUNTS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+
+
+def chunk_count(work: float, chunk_work: float, most: int) -> int:
+    """Chunks of a pass whose partial sums are combined in chunk order: about one per
+    ``chunk_work`` of ``work``, at least one and at most ``most``, rounded down to one of
+    ``EVEN_COUNTS``.
+
+    The arguments describe the problem, never the machine: the chunks, and so every
+    rounding of the sums, are the same on any number of threads. ``most`` bounds the
+    chunks' own cost (buffers to clear and combine) and is the most threads such a pass
+    keeps busy.
+    """
+    wanted = max(1, min(most, work // chunk_work))
+    return max(c for c in EVEN_COUNTS if c <= wanted)
+
+
+def chunk_runs(chunks: int, threads: int) -> list[int]:
+    """Bounds that hand chunks ``0 … chunks − 1`` to at most ``threads`` threads, in runs of
+    whole chunks of equal length (within one): how a pass over fixed chunks is scheduled.
+    The runs decide only which thread reduces a chunk, not how."""
+    return equal_parts(chunks, max(1, min(chunks, threads)))
 
 
 def renamed(py_func, suffix: str, **names):
@@ -208,8 +240,10 @@ class Threaded:
     Why. numba's parallel pipeline costs far more to compile than a serial build. A body
     that takes its range (``start``, ``stop``) compiles once; the calling thread and a pool
     of Python threads run its parts side by side. Parts should make no array or row view
-    per item: threads doing so contend on the shared reference counts. The parts are fixed
-    by the caller, so a result depends on the parts only, not on the thread count.
+    per item: threads doing so contend on the shared reference counts. A body's result must
+    not depend on how its items are grouped into parts: items are independent, or chunks
+    fixed by the problem's size (:func:`chunk_count`), so any number of threads gives the
+    same numbers.
 
     Parameters
     ----------
@@ -248,11 +282,12 @@ class Threaded:
 
     def run(self, *args, items: int, work: float) -> None:
         """Items ``0 … items − 1``: in the numpy twin below its threshold, else in parts
-        of equal numbers of items, one a thread (see ``__call__``)."""
+        of equal numbers of items, one a thread, no more parts than items (see
+        ``__call__``)."""
         if self.numpy is not None and work < self.numpy_below:
             self.numpy(*args)
             return
-        self(*args, bounds=equal_parts(items, self.threads(work)), work=work)
+        self(*args, bounds=chunk_runs(items, self.threads(work)), work=work)
 
     def __call__(self, *args, bounds, work: float = 0.0) -> None:
         """Run part c, items ``bounds[c] … bounds[c + 1] − 1``, for every c: the first in

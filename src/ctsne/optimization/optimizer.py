@@ -14,10 +14,9 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
-from .._parallel import sum_in_order, threaded
+from .._parallel import chunk_count, sum_in_order, threaded
 from ..tuning import STEP_IN_NUMPY_BELOW
 from ..tuning import STEP_PARALLEL_FROM_COORDS as PARALLEL_FROM_COORDS
 
@@ -206,8 +205,8 @@ class _StopRequest:
 def _step_kernel(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
                  chunk, col, start, stop):
     # blocks start … stop − 1 of `chunk` rows each, block t's new coordinates summed into
-    # col[t]: the blocks are the caller's (one a thread), so the sums do not depend on how
-    # the blocks are handed out
+    # col[t]: the blocks are the caller's (fixed by the map's size), so the sums do not
+    # depend on how the blocks are handed out
     n, d = Y.shape
     for t in range(start, stop):
         for k in range(d):
@@ -241,7 +240,7 @@ def _step_compiled(Y, grad, update, gains, learning_rate, momentum, min_gain,
     Fused so that a step over 10⁶ points reads each array once instead of in ten numpy
     passes. ``max_step_norm <= 0`` means no cap. The rows fall into ``n_threads`` blocks
     whose sums make the mean, the blocks in order (so the mean's last bits follow the
-    thread count, not the run).
+    number of blocks: :func:`step_blocks`, a function of the map's size alone).
     """
     n, d = Y.shape
     blocks = max(1, n_threads)
@@ -249,6 +248,18 @@ def _step_compiled(Y, grad, update, gains, learning_rate, momentum, min_gain,
     _step_kernel.run(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
                      (n + blocks - 1) // blocks, col, items=blocks, work=Y.size)
     return sum_in_order(col) / n
+
+
+# Rows per block of the step's mean, and the most blocks (the most threads a step keeps
+# busy): the blocks, not the threads, fix the mean's rounding.
+STEP_BLOCK_ROWS = 4096
+STEP_MOST_BLOCKS = 64
+
+
+def step_blocks(n: int) -> int:
+    """Blocks of a step over n rows: a function of n alone, so a map is the same on any
+    number of threads."""
+    return chunk_count(n, STEP_BLOCK_ROWS, STEP_MOST_BLOCKS)
 
 
 def _step(Y, grad, update, gains, learning_rate, momentum, min_gain, max_step_norm,
@@ -318,7 +329,7 @@ class HostSteps:
              min_gain: float, max_step_norm: float) -> None:
         """One update in place (``max_step_norm <= 0``: no cap), the map re-centred."""
         mean = _step(Y, grad, update, gains, learning_rate, momentum, min_gain,
-                     max_step_norm, numba.get_num_threads())
+                     max_step_norm, step_blocks(len(Y)))
         # column by column: numpy broadcasts a (d,) row over (n, d) with an inner loop
         # of length d, several times slower at 10⁵ points in 2-D
         for k in range(Y.shape[1]):

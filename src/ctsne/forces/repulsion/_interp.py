@@ -1,9 +1,12 @@
 """Numba kernels of the FFT interpolation engine (:mod:`ctsne.forces.repulsion.fft`).
 
 Node j of a dimension sits at ``origin + j·delta``; a point's stencil is the p nodes
-nearest to it. Work is cut into contiguous chunks of points (or grid rows), one per thread,
-so that weight buffers are allocated once per chunk and spreading can use private grids.
-Every driver takes ``parallel``: a small problem runs its chunks in the calling thread,
+nearest to it. Points are cut into contiguous chunks, so that weight buffers are allocated
+once per chunk and spreading can use private grids, summed in chunk order. The number of
+chunks is the caller's, a function of the problem's size (``fft._plan``), never of the
+thread count: each thread takes a run of whole chunks, so the charges, forces and Z are
+the same on any number of threads. Grid rows are independent, split between the threads
+in any way. Every driver takes ``parallel``: a small problem runs in the calling thread,
 because waking the thread pool costs more than the work (and, on a busy machine, a whole
 scheduler time slice per parallel region).
 """
@@ -15,7 +18,7 @@ import numpy as np
 
 # Only explicit prange loops run in parallel (ctsne._parallel.PRANGE_ONLY; each kernel
 # gets a copy). The 2-D passes instead run one serial build in parts (Threaded).
-from ..._parallel import PRANGE_ONLY, Threaded, equal_parts, renamed, sum_in_order
+from ..._parallel import PRANGE_ONLY, Threaded, chunk_runs, equal_parts, renamed, sum_in_order
 
 # Points are visited tile by tile (TILE × TILE nodes) when the 2-D grid outgrows the cache.
 TILE = 16
@@ -109,13 +112,15 @@ _TILE_PLACE = Threaded(_tile_place, 0)
 
 
 def _chunks(n: int, parallel: bool) -> list[int]:
-    """Bounds that hand items 0 … n − 1 to the threads in equal runs (one run if serial)."""
+    """Bounds that hand independent items 0 … n − 1 (grid rows) to the threads in equal
+    runs (one run if serial)."""
     return equal_parts(n, numba.get_num_threads() if parallel else 1)
 
 
-def _per_chunk(n_chunks: int, parallel: bool) -> np.ndarray:
-    """Bounds of one part a point chunk (one part for all if serial)."""
-    return np.arange(n_chunks + 1) if parallel else np.array([0, n_chunks])
+def _per_chunk(n_chunks: int, parallel: bool) -> list[int]:
+    """Bounds that hand the point chunks to the threads in runs of whole chunks (one run
+    of all if serial): which thread spreads a chunk, never how."""
+    return chunk_runs(n_chunks, numba.get_num_threads() if parallel else 1)
 
 
 def tile_order(Y, origin, inv_delta, n_nodes, n_chunks):
@@ -125,7 +130,7 @@ def tile_order(Y, origin, inv_delta, n_nodes, n_chunks):
     nty = (n_nodes[1] + TILE - 1) // TILE
     keys = np.empty(m, dtype=np.int64)
     counts = np.zeros((n_chunks, ntx * nty), dtype=np.int64)
-    every_chunk = _per_chunk(n_chunks, True)
+    every_chunk = _per_chunk(n_chunks, n_chunks > 1)
     _TILE_KEYS(Y, origin, inv_delta, n_nodes, n_chunks, keys, counts, bounds=every_chunk)
     # exclusive scan, tile-major, so chunks keep their order
     flat = counts.T.ravel()

@@ -33,8 +33,11 @@ Departures from FIt-SNE:
   or classes scattered over the same layout, reuse them.
 * Large 2-D grids (``SINGLE_ABOVE``) are transformed in float32: the transforms dominate a
   wide layout's cost, and their rounding stays far below the interpolation error.
-* All stages use numba ``prange`` or ``scipy.fft`` workers above a size where waking the
-  thread pool pays; below it they run in the calling thread.
+* All stages use numba ``prange``, ctsne's threads or ``scipy.fft`` workers above a size
+  where waking the thread pool pays; below it they run in the calling thread. The points
+  are spread and gathered in chunks fixed by the problem's size (:func:`point_chunks`),
+  whose private grids and Z terms are summed in chunk order, so the forces and Z are the
+  same on any number of threads.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ import numba
 import numpy as np
 import scipy.fft
 
+from ..._parallel import chunk_count
 from ...tuning import FFT_KERNEL_CACHE_BYTES as KERNEL_CACHE_BYTES
 from ...tuning import FFT_PARALLEL_ABOVE as PARALLEL_ABOVE
 from ...tuning import FFT_SINGLE_ABOVE as SINGLE_ABOVE
@@ -57,7 +61,7 @@ from ...tuning import FFT_SORT_ABOVE_POINTS as SORT_ABOVE_POINTS
 from . import _interp
 from ._interp import TILE
 
-__all__ = ["clear_kernel_cache", "exact_is_faster", "grid_shape", "repulsion_fft"]
+__all__ = ["clear_kernel_cache", "exact_is_faster", "grid_shape", "point_chunks", "repulsion_fft"]
 
 # Grid resolution: in 2-D, p = 5 and 0.8 boxes per unit are about as accurate as
 # Barnes-Hut at θ = 0.5; in 1-D the grid costs little and keeps a finer spacing. Raising p
@@ -74,6 +78,12 @@ MAX_NODES = {1: 1 << 22, 2: 4096}
 # subnormal span would overflow the ladder's exponent. Above it the spacing stays relative
 # to the span however small (a map shrunk under early exaggeration needs accurate forces).
 FLAT_SPAN = 2.0 ** -1000
+# Point chunks (point_chunks): at most MOST_CHUNKS (the most threads a point stage keeps
+# busy), each of at least PARALLEL_ABOVE stencil terms; a spreading chunk also of at least
+# CHUNK_COST times the nodes of its private grid, cleared and summed on every call (at 8,
+# a small grid's spreading on one thread took 20 % longer than in one chunk; at 16, ~4 %).
+MOST_CHUNKS = 32
+CHUNK_COST = 16
 _SPECTRA: OrderedDict = OrderedDict()
 _SPECTRA_LOCK = threading.Lock()
 
@@ -142,6 +152,41 @@ def exact_is_faster(m: int, span, n_interp: int = N_INTERP, min_boxes: int = MIN
     return per_pair * m * m < 14.0 * float(np.prod(2 * half)) + 45.0 * m
 
 
+def _tiled(m: int, n_nodes: np.ndarray) -> bool:
+    """Whether the points are spread in tile order: a 2-D grid past the cache, many points."""
+    return (len(n_nodes) == 2 and 8 * int(n_nodes[0]) * int(n_nodes[1]) > SORT_ABOVE_BYTES
+            and m > SORT_ABOVE_POINTS)
+
+
+def point_chunks(m: int, p: int, n_nodes: np.ndarray) -> tuple[int, int]:
+    """Chunks of the m points for spreading and for gathering on a grid of ``n_nodes``.
+
+    Each spreading chunk spreads onto a private grid, and the private grids are summed in
+    chunk order; each gathering chunk sums its points' self-pair terms of Z, and the chunks'
+    sums are added in chunk order: the chunks fix those sums' rounding. They depend on the
+    problem alone, never on the thread count (a thread takes a run of whole chunks), so
+    the forces and Z are the same on any number of threads. One chunk each up to
+    ``PARALLEL_ABOVE`` stencil terms (m·p^d); above, one per that many terms, at most
+    ``MOST_CHUNKS``, and for spreading also one per ``CHUNK_COST`` times a private grid's
+    nodes (the whole grid; in tile order a band of the grid's rows: its share plus about
+    two tiles and a stencil).
+
+    Returns
+    -------
+    spread, gather : int
+    """
+    d = len(n_nodes)
+    work = m * p**d
+    if work <= PARALLEL_ABOVE:
+        return 1, 1
+    if _tiled(m, n_nodes):
+        own = (2 * TILE + 2 * p) * int(n_nodes[1])
+    else:
+        own = int(np.prod(n_nodes))
+    return (chunk_count(work, max(PARALLEL_ABOVE, CHUNK_COST * own), MOST_CHUNKS),
+            chunk_count(work, PARALLEL_ABOVE, MOST_CHUNKS))
+
+
 class _Clock:
     """Adds wall and process CPU seconds per stage to a dict (``name``, ``name + "_cpu"``)."""
 
@@ -171,7 +216,8 @@ class _Grid:
     inv_denom: np.ndarray
     delta: np.ndarray
     t_near: np.ndarray  # t at node offsets 0..p−1 per axis, for the self-pairs
-    n_chunks: int  # point chunks; 1 if the point stages run serially
+    n_chunks: int  # spreading chunks (point_chunks); 1: spreading runs serially
+    gather_chunks: int  # gathering chunks (point_chunks); 1: gathering runs serially
     par_grid: bool  # whether the grid stages run in parallel
     workers: int
     single: bool  # whether the FFTs and spectra are float32 (SINGLE_ABOVE)
@@ -186,6 +232,7 @@ def _plan(Y, lo, span, n_interp, min_boxes, boxes_per_unit, max_nodes, workers) 
     nodes = np.arange(p, dtype=np.float64)
     diff = nodes[:, None] - nodes[None, :]
     np.fill_diagonal(diff, 1.0)
+    chunks = point_chunks(len(Y), p, n_nodes)
     return _Grid(
         p=p,
         n_nodes=n_nodes,
@@ -195,7 +242,8 @@ def _plan(Y, lo, span, n_interp, min_boxes, boxes_per_unit, max_nodes, workers) 
         inv_denom=1.0 / diff.prod(axis=1),
         delta=delta,
         t_near=_interp.kernel_quadrant(np.full(d, p), delta, False)[0],
-        n_chunks=numba.get_num_threads() if len(Y) * p**d > PARALLEL_ABOVE else 1,
+        n_chunks=chunks[0],
+        gather_chunks=chunks[1],
         par_grid=par_grid,
         workers=workers if par_grid else 1,
         single=d == 2 and padded >= SINGLE_ABOVE,
@@ -258,7 +306,7 @@ def _spread(Y: np.ndarray, g: _Grid):
         return charges, Y, None
     m = len(Y)
     nx = g.n_nodes[0]
-    if 8 * nx * g.n_nodes[1] > SORT_ABOVE_BYTES and m > SORT_ABOVE_POINTS:
+    if _tiled(m, g.n_nodes):
         order, Ys = _interp.tile_order(Y, g.origin, g.inv_delta, g.n_nodes, g.n_chunks)
         # tile rows are the major key, so a chunk of the sorted points only reaches the
         # grid rows between the tile rows of its first and last point
@@ -307,12 +355,12 @@ def _gather(Ys: np.ndarray, order, pot: np.ndarray, g: _Grid) -> tuple[np.ndarra
     """Forces in the original row order, and the interpolated self-pairs ``Σ_i t̃_ii``."""
     if Ys.shape[1] == 1:
         return _interp.gather_1d(Ys.ravel(), g.origin[0], g.inv_delta[0], g.n_nodes[0],
-                                 g.inv_denom, pot[0], g.t_near[:, 0], g.n_chunks,
-                                 g.n_chunks > 1)
+                                 g.inv_denom, pot[0], g.t_near[:, 0], g.gather_chunks,
+                                 g.gather_chunks > 1)
     if order is None:
         order = np.arange(len(Ys))
     return _interp.gather_2d(Ys, order, g.origin, g.inv_delta, g.n_nodes, g.inv_denom, pot,
-                             g.t_near, g.n_chunks, g.n_chunks > 1)
+                             g.t_near, g.gather_chunks, g.gather_chunks > 1)
 
 
 def repulsion_fft(

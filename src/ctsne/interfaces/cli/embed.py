@@ -273,7 +273,7 @@ def _embed(args: argparse.Namespace, ctrl_c: CtrlC, resumed=None) -> int:
 def _conditioning(model) -> str:
     """How the prior was removed, for the closing line: by classes, or within N states."""
     found = getattr(model, "shared_states_", None)
-    return (f"{model.conditioning_}" if found is None
+    return (f"{getattr(model, 'conditioning_', 'classes')}" if found is None
             else f"states ({len(found.table)} found)")
 
 
