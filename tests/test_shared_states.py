@@ -292,3 +292,24 @@ def test_new_points_take_the_state_of_their_own_class_neighbours():
                      for ci, si in zip(new_c, got, strict=True)])
     want[3] = np.where(gc == -1, a, b)  # an unknown class: β' to every group
     np.testing.assert_allclose(rows, want)
+
+
+def test_auto_keeps_the_papers_weights_for_batches_that_copy_each_other(capsys):
+    """The same clusters in every batch, shifted 40 apart: Harmony cannot align such a
+    shift (its states are each one batch's), but the classes' counterpart trust (each
+    centred on its mean) says they are copies, so "auto" keeps the paper's weights."""
+    from ctsne.affinities.counterpart import counterpart_trust
+    from ctsne.affinities.cross_share import TRUST_FROM
+
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 3, 900)
+    X = rng.normal(scale=3.0, size=(4, 5))[rng.integers(0, 4, 900)] + rng.normal(size=(900, 5))
+    X[:, 0] += 40.0 * codes
+    assert counterpart_trust(X, codes)[1] >= TRUST_FROM
+    model = ConditionalTSNE(random_state=0, verbose=True, n_iter=20,
+                            early_exaggeration_iter=20).fit(X, codes)
+    assert model.conditioning_ == "classes" and model.states_ is None
+    assert "counterpart trust" in capsys.readouterr().err
+    # where a type is one batch's alone, the trust is low and states are used
+    Xc, batch, _ = _design(np.random.default_rng(2), CONFOUNDED, per=60)
+    assert counterpart_trust(Xc, batch)[1] < TRUST_FROM

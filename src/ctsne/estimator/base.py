@@ -222,7 +222,13 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
         chosen and ``want_aligned``, else None (with given states and no use for that
         space, it is not computed)."""
         from ..shared_states import with_states
-        from .states import MIN_POINTS, SharedStates, choose_conditioning, estimate_states
+        from .states import (
+            MIN_POINTS,
+            SharedStates,
+            choose_conditioning,
+            classes_are_copies,
+            estimate_states,
+        )
 
         mode = self.conditioning if given is None else "states"
         if classes is None or mode == "classes" or self.prior_ is None:
@@ -245,6 +251,15 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
                 return None  # "auto": too few points to find states in
             states, aligned = given, None
         else:
+            if mode == "auto":
+                from ..affinities.counterpart import counterpart_trust
+
+                copies, why = classes_are_copies(counterpart_trust(X, classes)[1])
+                if copies:
+                    if self.verbose:
+                        print(f"ctsne: conditioning classes: {why} "
+                              f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+                    return None
             states, aligned = estimate_states(X, classes, random_state=self.random_state,
                                               given=given)
         shared = with_states(self.prior_, states)

@@ -15,9 +15,15 @@ classes hold.
 A state that only some classes hold needs no rule of its own: the weights give β' only to
 pairs of different classes in the same state, so a class-specific state keeps its full
 repulsion from the other classes. :func:`choose_conditioning` is the rule of
-``conditioning="auto"``: shared-state weights where some states are held by several
-classes and others by only some of them (the design is confounded), the paper's weights
-where every class holds every state or no state is shared at all.
+``conditioning="auto"``. First the classes' counterpart trust
+(:func:`ctsne.affinities.counterpart.counterpart_trust`, each class centred on its mean):
+where it reaches :data:`~ctsne.affinities.cross_share.TRUST_FROM`, the classes are
+copies of each other (batches of the same cells, however far shifted) and the paper's
+weights are kept without looking for states. Harmony cannot align every shift, and the
+states of a shift it leaves would be held by one class each. Below it, shared-state
+weights where some states are held by several classes and others by only some of them
+(the design is confounded), the paper's weights where every class holds every state or
+no state is shared at all.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import warnings
 import numpy as np
 
 __all__ = ["CONDITIONINGS", "HELD_SHARE", "MIN_POINTS", "SharedStates", "choose_conditioning",
-           "estimate_states", "held_by"]
+           "classes_are_copies", "estimate_states", "held_by"]
 
 CONDITIONINGS = ("auto", "classes", "states")
 # Harmony runs on at most this many principal components (scanpy's default n_pcs).
@@ -96,8 +102,18 @@ def held_by(table: np.ndarray) -> np.ndarray:
     return table >= HELD_SHARE * expected
 
 
+def classes_are_copies(trust: float) -> tuple[bool, str]:
+    """Whether the classes' counterpart trust says they hold the same cells (module note),
+    and the reason ``conditioning_`` then gives."""
+    from ..affinities.cross_share import TRUST_FROM
+
+    return trust >= TRUST_FROM, (f"the classes hold counterparts of each other (counterpart "
+                                 f"trust {trust:.2f} ≥ {TRUST_FROM:g}): the paper's weights")
+
+
 def choose_conditioning(table: np.ndarray) -> tuple[str, str]:
-    """``conditioning="auto"``'s choice from the states × classes counts, and why.
+    """``conditioning="auto"``'s choice from the states × classes counts, and why, for
+    classes that are not copies of each other (:func:`classes_are_copies`).
 
     Shared-state weights where the states show both: a state that several classes hold
     (the classes are comparable) and one, of at least :data:`MIN_STATE_SHARE` of the
