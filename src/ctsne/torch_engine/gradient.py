@@ -57,7 +57,12 @@ class TorchGradient:
     timings : dict
         Seconds in the attraction and in the repulsion (device work synchronised).
     engine : str
-        "exact" or "fft".
+        "exact" or "fft": the plan. Under ``method="auto"`` an "fft" plan still takes the
+        exact kernel on each call where the layout has spread so far that the grids cost
+        more (:meth:`FFTRepulsion.exact_is_faster`, the numba engine's rule); an explicit
+        "fft" always transforms.
+    last_engine : str or None
+        The repulsion of the last call: "exact" or "fft".
     """
 
     def __init__(self, P: sp.csr_matrix, prior: Prior | None, d: int, method: str,
@@ -75,9 +80,11 @@ class TorchGradient:
         self.groups = Groups(terms, n, device)
         self.engine = choose_method(method, n, d, device)
         self._fft = FFTRepulsion(self.groups, d) if self.engine == "fft" else None
+        self._may_switch = method == "auto"
+        self.last_engine = None
         self._W = None  # the exact kernel's pair weights, kept where they are small
-        if self.engine == "exact" and n * n <= KEEP_WEIGHTS_UP_TO:
-            self._W = self.groups.weights(torch.arange(n, device=device)).to(dtype)
+        if self.engine == "exact":
+            self._W = self._weights()
         # Σ p log p − Σ p log w over P's non-zeros, once
         a = self.attraction
         logw = torch.log(self.groups.weights_of_pairs(a.row, a.col))
@@ -86,6 +93,16 @@ class TorchGradient:
             shard.all_reduce(constant)
         self.constant = float(constant)
         self.timings = {"attraction": 0.0, "repulsion": 0.0}
+
+    def _weights(self):
+        """The (n, n) pair weights for the exact kernel where they fit
+        ``KEEP_WEIGHTS_UP_TO``, built on first use (None: rebuilt block by block)."""
+        n = self.groups.member.shape[1]
+        if self._W is None and n * n <= KEEP_WEIGHTS_UP_TO:
+            torch = load_torch()
+            rows = torch.arange(n, device=self.device)
+            self._W = self.groups.weights(rows).to(self.dtype)
+        return self._W
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -99,11 +116,15 @@ class TorchGradient:
         t1 = time.perf_counter()
         lo, hi = self.rows
         shard = self.shard
-        if self._fft is not None:
-            rep, S = self._fft(Y, self.rows, None if shard is None else shard.all_reduce)
-        else:  # whole on every process (the exact kernel is for small maps)
-            rep, S = exact_repulsion(Y, self.groups, self._W)
+        plan = self._fft.plan(Y) if self._fft is not None else None
+        if plan is not None and not (self._may_switch and self._fft.exact_is_faster(plan)):
+            rep, S = self._fft(Y, self.rows, None if shard is None else shard.all_reduce,
+                               plan)
+            self.last_engine = "fft"
+        else:  # whole on every process (the exact kernel is for small or sparse maps)
+            rep, S = exact_repulsion(Y, self.groups, self._weights())
             rep = rep[lo:hi]
+            self.last_engine = "exact"
         self._sync()
         self.timings["attraction"] += t1 - t0
         self.timings["repulsion"] += time.perf_counter() - t1

@@ -16,7 +16,9 @@ one ``index_add_`` per term and transformed by one batched FFT each way; no Pyth
 runs over classes.
 
 **Exact** (:func:`exact_repulsion`): ``w_ij t_ij² (y_i − y_j)`` summed over all pairs in
-blocks of rows, any d; the reference and the small-n path.
+blocks of rows, any d; the reference, the small-n path, and the path of a map spread so
+wide that its grids cost more (:meth:`FFTRepulsion.exact_is_faster`, the numba engine's
+rule: a few thousand points over hundreds of units, as a rank-1 input's map grows).
 
 float32: the charges, spectra and potentials in float32 carry ~1e-6 relative rounding,
 far below the interpolation's ~2e-4; the sums that form ``Z`` accumulate in float64.
@@ -24,18 +26,37 @@ far below the interpolation's ~2e-4; the sums that form ``Z`` accumulate in floa
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 
-from ..forces.repulsion.fft import BOXES_PER_UNIT, MIN_BOXES, N_INTERP, grid_shape
+from ..forces.repulsion.fft import (
+    BOXES_PER_UNIT,
+    MIN_BOXES,
+    N_INTERP,
+    exact_is_faster,
+    grid_shape,
+)
 from ..tuning import TORCH_EXACT_BLOCK_PAIRS as EXACT_BLOCK_PAIRS
 from ..tuning import TORCH_POINT_CHUNK as POINT_CHUNK
 from ..tuning import TORCH_SPECTRA_KEPT as SPECTRA_KEPT
 from .device import load_torch
 
-__all__ = ["FFTRepulsion", "Groups", "exact_repulsion"]
+__all__ = ["FFTRepulsion", "GridPlan", "Groups", "exact_repulsion"]
 
+
+class GridPlan(NamedTuple):
+    """One evaluation's grids (host arrays): per group the origin, node spacing and node
+    count (G, d); the common circulant half-length (d,); and per dimension the largest
+    group's extent (d,), which sets that half-length."""
+
+    origin: np.ndarray
+    delta: np.ndarray
+    n_nodes: np.ndarray
+    half: np.ndarray
+    span: np.ndarray
 
 
 class Groups:
@@ -103,7 +124,7 @@ def exact_repulsion(Y, groups: Groups, W=None):
     groups : Groups
     W : tensor (n, n), optional
         The pair weights ``groups.weights(all rows)`` in Y's type, kept by a caller that
-        evaluates many embeddings of few points (else rebuilt block by block).
+        evaluates the kernel many times (else rebuilt block by block).
 
     Returns
     -------
@@ -112,18 +133,56 @@ def exact_repulsion(Y, groups: Groups, W=None):
     """
     torch = load_torch()
     n, d = Y.shape
+    dev, dt = Y.device, Y.dtype
     F = torch.empty_like(Y)
-    S = torch.zeros((), dtype=torch.float64, device=Y.device)
-    rows = max(1, EXACT_BLOCK_PAIRS // max(n * d, 1))
+    S = torch.zeros((), dtype=torch.float64, device=dev)
+    # a block holds at most d differences and t per pair
+    rows = min(n, max(1, EXACT_BLOCK_PAIRS // max(n * (d + 1), 1)))
+    # float64 takes matrix products where float32 takes differences: |y_i|² + |y_j|² −
+    # 2 y_i·y_j for r² and y_i Σ_j q_ij − Σ_j q_ij y_j for F are ~1.5× and ~1.6× faster on
+    # a CPU, and their sums cancel to ~1e-11 of t and F in float64 on a map hundreds of
+    # units wide, but to ~1e-4 in float32 (measured).
+    wide = dt == torch.float64
+    # One workspace for all blocks, written in place: on a CPU a fresh (rows, n) array per
+    # operation cost more than the operation itself (first-touch page faults). float32's
+    # differences are one contiguous (rows, n) array per coordinate: an (rows, n, d) array
+    # reduced over its short last axis runs strided, several times slower.
+    t_buf = torch.empty((rows, n), dtype=dt, device=dev)
+    if wide:
+        sq = (Y * Y).sum(1)
+        base = (sq + 1.0)[None, :]
+        Y1 = torch.cat([Y, torch.ones((n, 1), dtype=dt, device=dev)], 1)  # Σ q y and Σ q
+    else:
+        diff_buf = torch.empty((d, rows, n), dtype=dt, device=dev)
+        cols = Y.t().contiguous()
     for s in range(0, n, rows):
         e = min(n, s + rows)
-        r = torch.arange(s, e, device=Y.device)
-        diff = Y[s:e, None, :] - Y[None, :, :]
-        t = 1.0 / (1.0 + (diff * diff).sum(-1))
-        t[torch.arange(e - s, device=Y.device), r] = 0.0  # no self-pairs
-        wt = (groups.weights(r).to(Y.dtype) if W is None else W[s:e]) * t
-        S = S + wt.sum(dtype=torch.float64)
-        F[s:e] = ((wt * t)[..., None] * diff).sum(1)
+        if wide:  # 1 + r², at least 1 whatever the rounding
+            t = torch.addmm(base, Y[s:e], Y.t(), alpha=-2.0, out=t_buf[: e - s])
+            t.add_(sq[s:e, None]).clamp_(min=1.0)
+        else:
+            diff = torch.sub(Y[s:e].t()[:, :, None], cols[:, None, :],
+                             out=diff_buf[:, : e - s])
+            t = torch.mul(diff[0], diff[0], out=t_buf[: e - s])
+            for k in range(1, d):
+                t.addcmul_(diff[k], diff[k])
+            t.add_(1.0)
+        t.reciprocal_()
+        t.diagonal(offset=s).zero_()  # no self-pairs
+        if W is None:
+            w = groups.weights(torch.arange(s, e, device=dev)).to(dt)
+        else:
+            w = W[s:e]
+        if wide:
+            S = S + torch.dot(w.reshape(-1), t.view(-1))
+        else:  # float32 sums of ~10^6 terms drift: accumulated in float64
+            S = S + (w * t).sum(dtype=torch.float64)
+        q = t.mul_(t).mul_(w)  # w t²
+        if wide:
+            m = q @ Y1
+            F[s:e] = m[:, d:] * Y[s:e] - m[:, :d]
+        else:
+            F[s:e] = torch.linalg.vecdot(q[None], diff).t()
     return F, S
 
 
@@ -154,9 +213,9 @@ class FFTRepulsion:
         self._spectra: OrderedDict = OrderedDict()
 
     # ---------------------------------------------------------------- geometry
-    def _plan(self, Y):
-        """Per group: origin, inverse spacing, node count, spacing (host arrays), and the
-        common half-length M of the circulant grid."""
+    def plan(self, Y) -> GridPlan:
+        """The grids for the layout ``Y`` (n, d): the whole of Y, whichever rows a call
+        then spreads."""
         torch = load_torch()
         g = self.groups
         G, d = g.n_groups, self.d
@@ -182,7 +241,27 @@ class FFTRepulsion:
             delta[k], n_nodes[k], half[k] = grid_shape(span[k], self.p, self.min_boxes,
                                                        self.boxes_per_unit)
         origin = lo - ((self.p - 1) // 2) * delta
-        return origin, delta, n_nodes, half.max(axis=0)
+        return GridPlan(origin, delta, n_nodes, half.max(axis=0), span.max(axis=0))
+
+    def exact_is_faster(self, plan: GridPlan) -> bool:
+        """Whether :func:`exact_repulsion` over all n points costs less than the grids of
+        ``plan``, by the numba engine's rule
+        (:func:`ctsne.forces.repulsion.fft.exact_is_faster`).
+
+        That rule weighs one group's m² pairs against its grid. The exact kernel here pays
+        for all n² pairs once, with every group's weight, where the FFT transforms G grids
+        of the common size: per grid, n²/G pairs, the pairs of m = n/√G points. The grid
+        follows the layout's extent, not n, so a sparse, wide map (a few thousand points
+        over hundreds of units) or a prior of many groups is cheaper exactly. On a CPU
+        (float64, one thread, 2,000 points) the torch kernels took ~5 ns per pair and
+        ~100 ns per node of each group's grid, against the rule's 1.36 and 14 for numba:
+        the exact kernel is relatively cheaper here, so the shared rule errs towards the
+        grids, by up to ~2× in time near the crossover.
+        """
+        g = self.groups
+        n = g.member.shape[1]
+        return exact_is_faster(n / math.sqrt(g.n_groups), plan.span, self.p, self.min_boxes,
+                               self.boxes_per_unit)
 
     def _stencils(self, Y, gid, origin, inv_delta, last):
         """First node and Lagrange weights (chunk, d, p) of each point's stencil in its
@@ -271,20 +350,22 @@ class FFTRepulsion:
                             ac[:, 1].to(torch.float64), t)
 
     # ---------------------------------------------------------------- evaluation
-    def __call__(self, Y, rows: tuple[int, int] | None = None, reduce=None):
+    def __call__(self, Y, rows: tuple[int, int] | None = None, reduce=None,
+                 plan: GridPlan | None = None):
         """``(F, S)``: the weighted repulsion (n, d) and normaliser (float64 scalar).
 
         ``rows = (lo, hi)``: only points lo … hi − 1 spread their charges and get their
         forces (F is (hi − lo, d)); ``reduce(tensor)`` then sums the charges and the
         self-pairs over the processes in place (:mod:`ctsne.torch_engine.distributed`),
-        so that every process transforms the whole grid. The grid follows all of Y.
+        so that every process transforms the whole grid. The grid follows all of Y;
+        ``plan``: :meth:`plan` of this Y, if the caller has it.
         """
         torch = load_torch()
         g = self.groups
         n, d = Y.shape
         lo, hi = (0, n) if rows is None else rows
         dev, dt = Y.device, Y.dtype
-        origin_h, delta_h, n_nodes_h, half = self._plan(Y)
+        origin_h, delta_h, n_nodes_h, half, _ = self.plan(Y) if plan is None else plan
         shape = tuple(int(2 * h) for h in half)
         origin = torch.as_tensor(origin_h, device=dev)
         delta = torch.as_tensor(delta_h, device=dev)
