@@ -254,7 +254,7 @@ class ConditionalEmbedding(DescribedInput, ClassNamePrefixFeaturesOutMixin, Tran
             if mode == "auto":
                 from ..affinities.counterpart import counterpart_trust
 
-                copies, why = classes_are_copies(counterpart_trust(X, classes)[1])
+                copies, why = classes_are_copies(*counterpart_trust(X, classes)[:2])
                 if copies:
                     if self.verbose:
                         print(f"ctsne: conditioning classes: {why} "

@@ -17,10 +17,11 @@ pairs of different classes in the same state, so a class-specific state keeps it
 repulsion from the other classes. :func:`choose_conditioning` is the rule of
 ``conditioning="auto"``. First the classes' counterpart trust
 (:func:`ctsne.affinities.counterpart.counterpart_trust`, each class centred on its mean):
-where it reaches :data:`~ctsne.affinities.cross_share.TRUST_FROM`, the classes are
-copies of each other (batches of the same cells, however far shifted) and the paper's
-weights are kept without looking for states. Harmony cannot align every shift, and the
-states of a shift it leaves would be held by one class each. Below it, shared-state
+where it reaches :data:`~ctsne.affinities.cross_share.TRUST_FROM`, overall and for every
+class, the classes are copies of each other (batches of the same cells, however far
+shifted) and the paper's weights are kept without looking for states. Harmony cannot align
+every shift, and the states of a shift it leaves would be held by one class each.
+Below it, shared-state
 weights where some states are held by several classes and others by only some of them
 (the design is confounded), the paper's weights where every class holds every state or
 no state is shared at all.
@@ -102,13 +103,17 @@ def held_by(table: np.ndarray) -> np.ndarray:
     return table >= HELD_SHARE * expected
 
 
-def classes_are_copies(trust: float) -> tuple[bool, str]:
-    """Whether the classes' counterpart trust says they hold the same cells (module note),
-    and the reason ``conditioning_`` then gives."""
+def classes_are_copies(class_trust: np.ndarray, trust: float) -> tuple[bool, str]:
+    """Whether the classes' counterpart trust says they hold the same cells (module note):
+    overall and for every class (a class holding one type alone, centred on its mean,
+    can look like a copy of another such class overall, not from each class), and the
+    reason ``conditioning_`` then gives."""
     from ..affinities.cross_share import TRUST_FROM
 
-    return trust >= TRUST_FROM, (f"the classes hold counterparts of each other (counterpart "
-                                 f"trust {trust:.2f} ≥ {TRUST_FROM:g}): the paper's weights")
+    least = float(np.min(class_trust))
+    return (trust >= TRUST_FROM and least >= TRUST_FROM,
+            f"the classes hold counterparts of each other (counterpart trust {trust:.2f}, "
+            f"each class at least {least:.2f}; ≥ {TRUST_FROM:g}): the paper's weights")
 
 
 def choose_conditioning(table: np.ndarray) -> tuple[str, str]:
