@@ -20,11 +20,10 @@ repulsion from the other classes. :func:`choose_conditioning` is the rule of
 where it reaches :data:`~ctsne.affinities.cross_share.TRUST_FROM`, overall and for every
 class, the classes are copies of each other (batches of the same cells, however far
 shifted) and the paper's weights are kept without looking for states. Harmony cannot align
-every shift, and the states of a shift it leaves would be held by one class each.
-Below it, shared-state
-weights where some states are held by several classes and others by only some of them
-(the design is confounded), the paper's weights where every class holds every state or
-no state is shared at all.
+every shift, and the states of a shift it leaves would be held by one class each. Below
+it, shared-state weights where some states are held by several classes and others by only
+some of them (the design is confounded), the paper's weights where every class holds every
+state or no state is shared at all.
 """
 
 from __future__ import annotations
