@@ -209,3 +209,15 @@ TORCH_POINT_CHUNK = 1 << 20  # a memory bound
 TORCH_SPECTRA_KEPT = 8  # a memory bound
 # Bisection steps between the checks whether any row still moves (each waits for the device)
 FUZZY_CHECK_EVERY = 16  # a device wait per check
+
+# The parts of the sums whose order must not follow the thread count (a seed fixes a map on
+# any number of threads): sized from the problem alone; the reasons are beside their use in
+# forces/attraction.py, forces/repulsion/fft.py and optimization/optimizer.py.
+ATTRACTION_BLOCK_PAIRS = 20_000
+ATTRACTION_MOST_BLOCKS = 24
+ATTRACTION_BUFFER_ROWS = 6.0
+ATTRACTION_SUM_IN_NUMPY_BELOW = 1 << 18
+FFT_MOST_CHUNKS = 32
+FFT_CHUNK_COST = 16
+STEP_BLOCK_ROWS = 4096
+STEP_MOST_BLOCKS = 64

@@ -7,12 +7,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import chunk_count, chunk_runs, threaded
+from ..tuning import ATTRACTION_BLOCK_PAIRS as BLOCK_PAIRS
+from ..tuning import ATTRACTION_BUFFER_ROWS as BUFFER_ROWS
+from ..tuning import ATTRACTION_MOST_BLOCKS as MOST_BLOCKS
 from ..tuning import (
     ATTRACTION_PARALLEL_FROM_NNZ,
     LOCALITY_ABOVE,
     PRANGE_FROM_NNZ,
     UPPER_IN_NUMPY_BELOW,
 )
+from ..tuning import ATTRACTION_SUM_IN_NUMPY_BELOW as SUM_IN_NUMPY_BELOW
 
 __all__ = ["Attraction", "attraction", "attraction_to_fixed", "block_count", "fixed_blocks",
            "locality_order", "pair_blocks", "upper_triangle"]
@@ -24,19 +28,14 @@ __all__ = ["Attraction", "attraction", "attraction_to_fixed", "block_count", "fi
 # Each block of rows adds into its own buffer, summed per point in block order. The blocks
 # are fixed by P alone (:func:`fixed_blocks`), never by the thread count, and a thread takes
 # a run of whole blocks: the forces are the same on any number of threads.
-# Pairs (of P's upper triangle) per block: ~0.1 ms of work.
-BLOCK_PAIRS = 20_000
-# Most blocks: the most threads the pass keeps busy; 24 gives equal runs to 2, 3, 4, 6, 8
+# The sizes (ctsne.tuning): BLOCK_PAIRS pairs of P's upper triangle per block, ~0.1 ms
+# of work. MOST_BLOCKS: the most threads the pass keeps busy; 24 gives equal runs to 2, 3, 4, 6, 8
 # and 12 threads. Each block's buffer spans the rows its pairs reach: a row a point or
 # little more in a locality order (P banded), up to n rows in the points' own order. The
 # buffers are cleared and summed on every pass, so they hold at most BUFFER_ROWS rows a
 # point in all: where more blocks would need more, a power of two fewer (equal runs for
-# 2, 4 and 8 threads). Measured on one thread against one block: +3 % at 100k points
-# (locality order, 24 blocks), +4 % at 20k (own order, 8 blocks).
-MOST_BLOCKS = 24
-BUFFER_ROWS = 6.0
-# Buffer entries below which the blocks' buffers are summed by numpy (~1 ms at most).
-SUM_IN_NUMPY_BELOW = 1 << 18
+# 2, 4 and 8 threads); on one thread this costs a few per cent against one block.
+# SUM_IN_NUMPY_BELOW: buffer entries below which numpy sums the blocks (~1 ms at most).
 
 
 def block_count(pairs: int, n: int) -> int:

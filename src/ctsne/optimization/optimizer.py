@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._parallel import chunk_count, sum_in_order, threaded
-from ..tuning import STEP_IN_NUMPY_BELOW
+from ..tuning import STEP_BLOCK_ROWS, STEP_IN_NUMPY_BELOW, STEP_MOST_BLOCKS
 from ..tuning import STEP_PARALLEL_FROM_COORDS as PARALLEL_FROM_COORDS
 
 __all__ = ["EARLY_MOMENTUM", "FINAL_MOMENTUM", "GAIN_GROWTH", "GAIN_DECAY", "HOST_STEPS",
@@ -252,8 +252,6 @@ def _step_compiled(Y, grad, update, gains, learning_rate, momentum, min_gain,
 
 # Rows per block of the step's mean, and the most blocks (the most threads a step keeps
 # busy): the blocks, not the threads, fix the mean's rounding.
-STEP_BLOCK_ROWS = 4096
-STEP_MOST_BLOCKS = 64
 
 
 def step_blocks(n: int) -> int:

@@ -53,7 +53,9 @@ import numpy as np
 import scipy.fft
 
 from ..._parallel import chunk_count
+from ...tuning import FFT_CHUNK_COST as CHUNK_COST
 from ...tuning import FFT_KERNEL_CACHE_BYTES as KERNEL_CACHE_BYTES
+from ...tuning import FFT_MOST_CHUNKS as MOST_CHUNKS
 from ...tuning import FFT_PARALLEL_ABOVE as PARALLEL_ABOVE
 from ...tuning import FFT_SINGLE_ABOVE as SINGLE_ABOVE
 from ...tuning import FFT_SORT_ABOVE_BYTES as SORT_ABOVE_BYTES
@@ -82,8 +84,6 @@ FLAT_SPAN = 2.0 ** -1000
 # busy), each of at least PARALLEL_ABOVE stencil terms; a spreading chunk also of at least
 # CHUNK_COST times the nodes of its private grid, cleared and summed on every call (at 8,
 # a small grid's spreading on one thread took 20 % longer than in one chunk; at 16, ~4 %).
-MOST_CHUNKS = 32
-CHUNK_COST = 16
 _SPECTRA: OrderedDict = OrderedDict()
 _SPECTRA_LOCK = threading.Lock()
 
