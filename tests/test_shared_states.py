@@ -313,3 +313,50 @@ def test_auto_keeps_the_papers_weights_for_batches_that_copy_each_other(capsys):
     # where a type is one batch's alone, the trust is low and states are used
     Xc, batch, _ = _design(np.random.default_rng(2), CONFOUNDED, per=60)
     assert counterpart_trust(Xc, batch)[1] < TRUST_FROM
+
+
+def test_placing_new_points_repels_with_the_shared_state_weights():
+    """ConditionalTSNE.transform's repulsion with states, exact (θ = 0), against the dense
+    sums with the weights by definition; a new point of unknown state (ANY) is in every
+    state (the paper's α' or β'), one of unknown class (−1) shares no class."""
+    from ctsne.forces.repulsion.reference import ANY, ReferenceRepulsion
+
+    rng = np.random.default_rng(3)
+    n, m = 300, 40
+    Y_ref, Y_new = rng.normal(size=(n, 2)) * 4, rng.normal(size=(m, 2)) * 4
+    c, s = rng.integers(0, 3, n), rng.integers(0, 5, n)
+    prior = with_states(make_prior(c, n, beta=0.05), s)
+    c_new, s_new = rng.integers(0, 3, m), rng.integers(0, 5, m)
+    c_new[:5] = -1
+    s_new[3:9] = ANY
+    a, b = prior.alphas[0], prior.betas[0]
+    same_c = (c_new[:, None] == prior.codes[0][None, :]) & (c_new >= 0)[:, None]
+    same_s = (s_new[:, None] == prior.states[None, :]) | (s_new == ANY)[:, None]
+    W = np.where(same_c, a, np.where(same_s, b, 1.0))
+    diff = Y_new[:, None, :] - Y_ref[None, :, :]
+    t = 1 / (1 + (diff**2).sum(-1))
+    rep = ReferenceRepulsion(Y_ref, [prior.codes[0], prior.states], [c_new, s_new],
+                             prior.column_terms(), theta=0.0)
+    F, Z = rep(Y_new)
+    np.testing.assert_allclose(Z, (W * t).sum(1), rtol=1e-10)
+    np.testing.assert_allclose(F, np.einsum("ij,ijd->id", W * t**2, diff), rtol=1e-9,
+                               atol=1e-12)
+    # restricted to some new points: the same rows
+    keep = np.array([1, 4, 7, 30])
+    F2, Z2 = rep.restrict(keep)(Y_new[keep])
+    np.testing.assert_allclose(Z2, Z[keep], rtol=1e-12)
+
+
+def test_transform_places_a_type_one_batch_holds_beside_its_own_type():
+    """New cells of a type only batch 0 holds, placed into a shared-state map, land among
+    that type's reference cells (as the fit put them), not over the shared types."""
+    X, batch, label = _design(np.random.default_rng(8), CONFOUNDED, per=60)
+    held = np.ones(len(X), bool)
+    new = np.flatnonzero(label == 2)[::4]  # every 4th cell of batch 0's own type
+    held[new] = False
+    model = ConditionalTSNE(random_state=0, conditioning="states", n_iter=300)
+    Y = model.fit_transform(X[held], batch[held], states=label[held])
+    Y_new = model.transform(X[new], batch[new])
+    centres = np.stack([Y[label[held] == t].mean(0) for t in range(4)])
+    nearest = np.argmin(((Y_new[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
+    assert np.mean(nearest == 2) >= 0.9

@@ -12,7 +12,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from ctsne import ConditionalTSNE
 from ctsne.estimator.placement import encode_new_prior, placement_objective
 from ctsne.forces.repulsion.reference import ReferenceRepulsion
-from ctsne.prior import make_prior
+from ctsne.prior import make_prior, weight_terms
 
 
 def _dense_objective(Y_flat, Y_ref, P, W):
@@ -43,7 +43,8 @@ def test_gradient_matches_finite_differences_of_the_objective():
         W *= np.where(c_n[:, None] == c_r[None, :], a, b)
     P = np.zeros((m, n))
     np.put_along_axis(P, idx, cond, axis=1)
-    rep = ReferenceRepulsion(Y_ref, codes_ref, codes_new, alphas, betas, theta=0.0)
+    rep = ReferenceRepulsion(Y_ref, codes_ref, codes_new, weight_terms(alphas, betas),
+                             theta=0.0)
     log_w = np.log(np.take_along_axis(W, idx, axis=1))
     value, grad = placement_objective(Y_new, Y_ref, idx, cond, rep, log_w)
     expected = _dense_objective(Y_new.ravel(), Y_ref, P, W)
@@ -65,7 +66,8 @@ def test_tree_repulsion_matches_the_exact_sums():
     F_exact = np.einsum("ij,ijd->id", W * t**2, diff)
     # monopole cells at θ = 0.5: measured Z within 1 %, |ΔF|/|F| ~1 % median, 5 % max
     for theta, z_tol, f_tol in ((0.0, 1e-10, 1e-10), (0.5, 1.5e-2, 1.5e-2)):
-        F, Z = ReferenceRepulsion(Y_ref, codes_ref, codes_new, alphas, betas, theta)(Y_new)
+        terms = weight_terms(alphas, betas)
+        F, Z = ReferenceRepulsion(Y_ref, codes_ref, codes_new, terms, theta)(Y_new)
         np.testing.assert_allclose(Z, Z_exact, rtol=z_tol)
         err = np.linalg.norm(F - F_exact, axis=1) / np.linalg.norm(F_exact, axis=1)
         assert np.median(err) < f_tol and err.max() < 6 * f_tol

@@ -10,6 +10,7 @@ from ctsne.estimator.placement import place_points, reference_neighbors
 from ctsne.forces.attraction import attraction_to_fixed
 from ctsne.forces.repulsion.field import FieldGrid, ReferenceField
 from ctsne.forces.repulsion.reference import ReferenceRepulsion
+from ctsne.prior import weight_terms
 
 
 def _exact(Y_new, Y_ref, W=None):
@@ -40,9 +41,10 @@ def test_points_off_the_grid_fall_back_to_the_tree():
     Y_ref = rng.normal(size=(800, 2)) * 5
     Y_new = np.concatenate([rng.normal(size=(50, 2)), [[500.0, 0.0], [0.0, -80.0]]])
     codes_ref, codes_new = [rng.integers(0, 2, 800)], [rng.integers(0, 2, 52)]
-    with_field = ReferenceRepulsion(Y_ref, codes_ref, codes_new, [2.0], [0.1], 0.5,
+    terms = weight_terms([2.0], [0.1])
+    with_field = ReferenceRepulsion(Y_ref, codes_ref, codes_new, terms, 0.5,
                                     fields=True)
-    trees = ReferenceRepulsion(Y_ref, codes_ref, codes_new, [2.0], [0.1], 0.5)
+    trees = ReferenceRepulsion(Y_ref, codes_ref, codes_new, terms, 0.5)
     assert with_field.fields_used() == 3 and trees.fields_used() == 0
     F, Z = with_field(Y_new)
     F_t, Z_t = trees(Y_new)
@@ -60,8 +62,8 @@ def test_which_fields_depends_on_the_reference_only():
     codes_ref = [rng.integers(0, 3, 3000)]
 
     def used(codes_new, **kw):
-        return ReferenceRepulsion(Y_ref, codes_ref, codes_new, [2.0], [0.1], kw.pop("theta", 0.5),
-                                  fields=True, **kw).fields_used()
+        return ReferenceRepulsion(Y_ref, codes_ref, codes_new, weight_terms([2.0], [0.1]),
+                                  kw.pop("theta", 0.5), fields=True, **kw).fields_used()
 
     # one field per term whatever the new points: all points, and each class they are in
     assert used([np.zeros(1, dtype=np.int64)]) == 2

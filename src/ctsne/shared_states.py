@@ -62,6 +62,13 @@ class SharedStatePrior(Prior):
                PriorTerm(1.0 - b, groups, int(groups.max()) + 1)]
         return [t for t in out if t.coef != 0.0]
 
+    def column_terms(self) -> list[tuple[float, tuple[int, ...]]]:
+        """:meth:`terms` over the code columns ``[classes, states]``: ``(coef, columns)``,
+        as :func:`ctsne.prior.weight_terms` gives them for the paper's weights."""
+        a, b = float(self.alphas[0]), float(self.betas[0])
+        out = [(1.0, ()), (a - 1.0, (0,)), (b - 1.0, (1,)), (1.0 - b, (0, 1))]
+        return [t for t in out if t[0] != 0.0]
+
     def _weights(self, c_i, s_i, c_j, s_j) -> np.ndarray:
         """The weights of the module note between points (class, state) i and j."""
         a, b = float(self.alphas[0]), float(self.betas[0])

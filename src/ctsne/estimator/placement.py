@@ -8,7 +8,8 @@ minimising, over the new positions only::
 
 with ``t_ij = 1 / (1 + |y_i − y_j|²)`` over the reference points j and ``w_ij`` the fitted
 prior's pair weight (α' if i and j share the class, β' if not; products over several
-priors). Its gradient is::
+priors; with shared states, β' only where they also share the state, 1 otherwise: a new
+point's state is the one its own class's neighbours hold). Its gradient is::
 
     ∂C/∂y_i = 2 Σ_j p_{j|i} t_ij (y_i − y_j)  −  (2 / Z_i) Σ_j w_ij t_ij² (y_i − y_j).
 
@@ -42,9 +43,10 @@ import numpy as np
 
 from ..affinities.calibration import calibrate
 from ..forces.attraction import attraction_to_fixed
-from ..forces.repulsion.reference import ReferenceRepulsion
+from ..forces.repulsion.reference import ANY, ReferenceRepulsion
 from ..optimization.optimizer import FINAL_MOMENTUM, GAIN_DECAY, GAIN_GROWTH, MIN_GAIN
-from ..prior import Prior, column_names, label_values, split_columns
+from ..prior import Prior, column_names, label_values, split_columns, weight_terms
+from ..shared_states import SharedStatePrior
 from ..tuning import PLACEMENT_QUERY_CHUNK as QUERY_CHUNK
 
 __all__ = ["encode_new_prior", "placement_objective", "place_points", "reference_neighbors"]
@@ -185,7 +187,8 @@ def place_points(
         The fitted map; not modified.
     X_new : ndarray (m, p)
     prior : Prior, optional
-        The fitted prior (its class codes and α', β').
+        The fitted prior (its class codes and α', β'; a
+        :class:`~ctsne.shared_states.SharedStatePrior` adds the states).
     prior_new : labels (m,) or (m, c), optional
         The new points' labels, in the same columns as the fitted prior.
     perplexity : float
@@ -219,15 +222,20 @@ def place_points(
         warnings.warn(NO_PRIOR_NEW, UserWarning, stacklevel=3)
         codes_new = [np.full(m, -1, dtype=np.int64) for _ in prior.codes]
     codes_ref = list(prior.codes) if prior is not None else []
-    alphas = list(prior.alphas) if prior is not None else []
-    betas = list(prior.betas) if prior is not None else []
+    terms = weight_terms(prior.alphas, prior.betas) if prior is not None else [(1.0, ())]
 
     idx, dist = reference_neighbors(X_ref, X_new, k, metric, n_jobs)
     cond = calibrate(dist, perplexity)
+    if isinstance(prior, SharedStatePrior):
+        # a new point takes the state its own class's neighbours hold; where none is known
+        # (no neighbour of its class, or no class) it is in every state: the paper's weights
+        states_new = prior.states_of(codes_new[0], idx, cond)
+        states_new[states_new < 0] = ANY
+        codes_ref, codes_new = [prior.codes[0], prior.states], [codes_new[0], states_new]
+        terms = prior.column_terms()
     Y_ref = np.asarray(Y_ref, dtype=np.float64)
     Y = np.einsum("ik,ikd->id", cond, Y_ref[idx])
-    repulsion = ReferenceRepulsion(Y_ref, codes_ref, codes_new, alphas, betas, theta,
-                                   fields=field)
+    repulsion = ReferenceRepulsion(Y_ref, codes_ref, codes_new, terms, theta, fields=field)
     # the points still moving (a point is done once its step stayed below step_tol for
     # CALM_STEPS steps in a row: points do not interact, so the others go on unchanged),
     # with their rows of the descent's state

@@ -7,9 +7,11 @@ where the fit put them and only new points are evaluated against them, each on i
     F_i = Σ_j w_ij t_ij² (y_i − y_j),   Z_i = Σ_j w_ij t_ij,   t_ij = 1 / (1 + |y_i − y_j|²)
 
 over the reference points j, with ``w_ij`` the fitted prior's pair weight. The weight
-expands into one term per subset of the prior columns (:func:`ctsne.prior.weight_terms`),
-each a plain sum over the reference points of one joint class: one tree per class that
-new points belong to, built once since the reference is fixed.
+expands into one term per subset of code columns (the prior's columns,
+:func:`ctsne.prior.weight_terms`; or class and state,
+:meth:`ctsne.shared_states.SharedStatePrior.column_terms`), each a plain sum over the
+reference points of one joint class: one tree per class that new points belong to,
+built once since the reference is fixed.
 
 Tree. A kd-tree by median splits on the widest axis; each node keeps its centre of mass
 and the squared diagonal of its bounding box. A node is summarised as a monopole at its
@@ -24,10 +26,9 @@ import numba
 import numpy as np
 
 from ..._parallel import threaded
-from ...prior import weight_terms
 from ...tuning import FIELD_BYTES, REFERENCE_LEAF_SIZE, REFERENCE_PARALLEL_FROM_QUERIES
 
-__all__ = ["ReferenceRepulsion", "ReferenceTree"]
+__all__ = ["ANY", "ReferenceRepulsion", "ReferenceTree"]
 
 # Leaf size, parallel threshold and the fields' memory budget: ctsne.tuning (past
 # FIELD_BYTES, e.g. priors with hundreds of classes, the class terms walk trees).
@@ -167,13 +168,37 @@ class ReferenceTree:
                    float(theta) ** 2, float(coef), F, Z, items=len(Yq), work=len(Yq))
 
 
+# A new point's code that matches every reference point's in its column (a state not
+# known for it: in every state, as the paper's weights have it)
+ANY = -2
+
+
+def _joint_members(codes_ref, codes_new, cols, rows):
+    """``[(rows of the new points, members of the reference)]`` per joint class of the
+    columns ``cols`` that new points ``rows`` hold (a −1 code: none), and the number of
+    the reference's joint classes."""
+    ref = np.stack([codes_ref[k] for k in cols], axis=1)
+    new = np.stack([codes_new[k][rows] for k in cols], axis=1)
+    known = np.all(new >= 0, axis=1)
+    _, inv = np.unique(np.concatenate([ref, new[known]]), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    g_ref = inv[: len(ref)]
+    g_new = np.full(len(rows), -1, dtype=np.int64)
+    g_new[known] = inv[len(ref):]
+    out = []
+    for g in np.unique(g_new[g_new >= 0]):
+        members = np.flatnonzero(g_ref == g)
+        if len(members):
+            out.append((rows[g_new == g], members))
+    return out, len(np.unique(g_ref))
+
+
 class ReferenceRepulsion:
     """``F_i = Σ_j w_ij t_ij² (y_i − y_j)`` and ``Z_i = Σ_j w_ij t_ij`` over reference j.
 
-    The pair weight ``Π_m (β'_m + (α'_m − β'_m)[same class in m])`` expands into one term
-    per subset of the prior columns ("same class in all of them",
-    :func:`ctsne.prior.weight_terms`), each a plain sum over the reference points of one
-    joint class that new points belong to. In 2-D each such sum can be read from its
+    The pair weight, expanded into terms over subsets of code columns ("same code in all
+    of them", ``terms``), is a sum of plain sums over the reference points of one joint
+    class that new points belong to. In 2-D each such sum can be read from its
     field tabulated once on a grid (:mod:`ctsne.forces.repulsion.field`); otherwise, and
     for new points off the grid, a tree over the class is walked (built when first needed).
 
@@ -181,9 +206,12 @@ class ReferenceRepulsion:
     ----------
     Y_ref : ndarray (n, d)
     codes_ref, codes_new : list of ndarray of int
-        Class codes per prior column (−1 for a new point: no reference point shares it).
-    alphas, betas : sequence of float
-        α'_m and β'_m per column.
+        Class codes per column (for a new point, −1: no reference point shares it;
+        :data:`ANY`: every reference point does).
+    terms : list of (float, tuple of int)
+        The weight's expansion ``w_ij = Σ coef·[same code in every column of the
+        subset]`` (:func:`ctsne.prior.weight_terms` for a prior's α' and β',
+        :meth:`ctsne.shared_states.SharedStatePrior.column_terms` with states).
     theta : float
         Barnes-Hut opening angle of the trees (0: exact, and no fields).
     fields : bool
@@ -193,35 +221,34 @@ class ReferenceRepulsion:
         Most memory for the fields together.
     """
 
-    def __init__(self, Y_ref, codes_ref, codes_new, alphas, betas, theta: float = 0.5,
+    def __init__(self, Y_ref, codes_ref, codes_new, terms, theta: float = 0.5,
                  fields: bool = False, field_bytes: int = FIELD_BYTES):
         self.theta = float(theta)
         self.Y_ref = np.asarray(Y_ref, dtype=np.float64)
-        m = len(codes_new[0]) if codes_new else None
         # (coef, rows of the new points or None for all, members of the reference or None)
-        terms: list[tuple[float, np.ndarray | None, np.ndarray | None]] = []
+        parts: list[tuple[float, np.ndarray | None, np.ndarray | None]] = []
         n_classes = 0  # classes of the reference over all class terms
-        for coef, subset in weight_terms(alphas, betas):
+        for coef, subset in terms:
             coef = float(coef)
             if not subset:
-                terms.append((coef, None, None))
+                parts.append((coef, None, None))
                 continue
-            ref = np.stack([codes_ref[k] for k in subset], axis=1)
-            new = np.stack([codes_new[k] for k in subset], axis=1)
-            known = np.all(new >= 0, axis=1)
-            _, inv = np.unique(np.concatenate([ref, new[known]]), axis=0,
-                               return_inverse=True)
-            inv = inv.reshape(-1)
-            g_ref = inv[: len(ref)]
-            n_classes += len(np.unique(g_ref))
-            g_new = np.full(m, -1, dtype=np.int64)
-            g_new[known] = inv[len(ref):]
-            for g in np.unique(g_new[g_new >= 0]):
-                members = np.flatnonzero(g_ref == g)
-                if len(members):
-                    terms.append((coef, np.flatnonzero(g_new == g), members))
+            # a new point whose code is ANY in some columns of the term is in relation with
+            # every reference point on those: the term is over its other columns alone
+            wild = np.stack([codes_new[k] == ANY for k in subset], axis=1)
+            patterns, of = np.unique(wild, axis=0, return_inverse=True)
+            of = of.reshape(-1)
+            for p, pattern in enumerate(patterns):
+                rows = np.flatnonzero(of == p)
+                cols = [k for k, w in zip(subset, pattern, strict=True) if not w]
+                if not cols:
+                    parts.append((coef, rows, None))
+                    continue
+                found, n_found = _joint_members(codes_ref, codes_new, cols, rows)
+                n_classes += n_found
+                parts.extend((coef, r, members) for r, members in found)
         grid = None
-        if fields and self.theta > 0 and self.Y_ref.shape[1] == 2 and terms:
+        if fields and self.theta > 0 and self.Y_ref.shape[1] == 2 and parts:
             from .field import FieldGrid
 
             grid = FieldGrid(self.Y_ref, workers=numba.get_num_threads())
@@ -230,17 +257,23 @@ class ReferenceRepulsion:
         # The all-points term gets one; the class terms too if the fields of all the
         # reference's classes would fit in field_bytes.
         class_fields = grid is not None and (1 + n_classes) * grid.nbytes <= field_bytes
-        # [coef, rows, members, field or None, key of its tree in self._trees]
+        # [coef, rows, members, field or None, key of its tree in self._trees]; every
+        # term over all the reference shares one field and one tree
         self.terms: list[list] = []
         self._trees: dict[int, ReferenceTree] = {}  # built when first needed
-        for key, (coef, rows, members) in enumerate(terms):
+        everyone = None
+        for key, (coef, rows, members) in enumerate(parts):
             field = None
             if grid is not None and (members is None or class_fields):
                 from .field import ReferenceField
 
-                field = ReferenceField(self.Y_ref if members is None else self.Y_ref[members],
-                                       grid)
-            self.terms.append([coef, rows, members, field, key])
+                if members is not None:
+                    field = ReferenceField(self.Y_ref[members], grid)
+                else:
+                    if everyone is None:
+                        everyone = ReferenceField(self.Y_ref, grid)
+                    field = everyone
+            self.terms.append([coef, rows, members, field, -1 if members is None else key])
 
     def _tree(self, term: list) -> ReferenceTree:
         if term[4] not in self._trees:
