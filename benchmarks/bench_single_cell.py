@@ -15,10 +15,11 @@ Gaussian noise of ``--jitter`` × the median nearest-cell distance.
 Each run is one fresh child process (peak resident memory its own), one after another:
 ctsne's ConditionalTSNE plain, with the batch as prior (default conditioning, and
 ``conditioning="classes"``), ConditionalUMAP plain and with the prior, ConditionalLargeVis
-plain (and with the prior on request); openTSNE's default TSNE and umap-learn's UMAP()
-(no random_state, so it runs in parallel) where installed. All on ``--threads`` threads
-(BLAS, OpenMP and numba capped too); each child first fits 2,000 rows untimed, so numba's
-compilation and cache loading stay out of the times (``--cold`` keeps them in).
+plain (and with the prior on request); openTSNE's default TSNE, tsne-h2pack's default TSNE
+and umap-learn's UMAP() (no random_state, so it runs in parallel) where installed. All on
+``--threads`` threads (BLAS, OpenMP and numba capped too); each child first fits 2,000
+rows untimed, so numba's compilation and cache loading (and tsne-h2pack's proxy points)
+stay out of the times (``--cold`` keeps them in).
 
 Row: total seconds of the fit; affinities_s and optimization_s (ctsne: its ``timings_``,
 all of it in ``stages``; openTSNE: ``prepare_initial`` (kNN, P and the PCA start) and the
@@ -44,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 from common import (
+    c_stdout_captured,
     exact_neighbours,
     limit_threads,
     peak_rss_mb,
@@ -56,9 +58,9 @@ from common import (
 HERE = Path(__file__).resolve().parent
 REAL = HERE.parent.parent / "shared" / "data" / "pbmc-stim"
 RUNS = ("ctsne", "ctsne-prior", "ctsne-prior-classes", "cumap", "cumap-prior", "clargevis",
-        "opentsne", "umap-learn")
+        "opentsne", "h2pack", "umap-learn")
 EXTRA_RUNS = ("clargevis-prior",)
-PEERS = {"opentsne": "openTSNE", "umap-learn": "umap"}
+PEERS = {"opentsne": "openTSNE", "h2pack": "tsne_h2pack", "umap-learn": "umap"}
 
 
 def pc_like(n: int, rng: np.random.Generator, d: int = 50, clusters: int = 30,
@@ -122,6 +124,12 @@ def fit(run: str, X: np.ndarray, batch: np.ndarray, threads: int) -> tuple[np.nd
         t2 = time.perf_counter()
         return np.asarray(emb), {"seconds": t2 - t0, "affinities_s": t1 - t0,
                                  "optimization_s": t2 - t1}
+    if run == "h2pack":
+        from tsne_h2pack import TSNE
+
+        with c_stdout_captured():  # its C code prints; the parent reads stdout's last line
+            Y = TSNE(n_jobs=threads, random_state=0).fit_transform(X)
+        return Y, {"seconds": time.perf_counter() - t0}
     if run == "umap-learn":
         import umap
 
@@ -177,7 +185,8 @@ def versions() -> dict:
     import importlib.metadata as md
 
     found = {}
-    for dist in ("ctsne", "openTSNE", "umap-learn", "pynndescent", "numba", "numpy"):
+    for dist in ("ctsne", "openTSNE", "tsne-h2pack", "umap-learn", "pynndescent", "numba",
+                 "numpy"):
         with contextlib.suppress(md.PackageNotFoundError):
             found[dist] = md.version(dist)
     return found

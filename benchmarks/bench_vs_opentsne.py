@@ -28,7 +28,6 @@ virtual environment that holds them and not ctsne:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
@@ -39,6 +38,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import c_stdout_captured
 
 HERE = Path(__file__).resolve().parent
 CASES = {"2k": (2_000, 10), "10k": (10_000, 10), "100k": (100_000, 10),
@@ -82,33 +83,6 @@ def knn_preservation(X, Y, k=10, sample=20_000, seed=0):
     return float(np.mean([len(set(a[1:]) & set(b[1:])) / k for a, b in zip(nx, ny, strict=True)]))
 
 
-@contextlib.contextmanager
-def _c_stdout_captured():
-    """Send what native code prints on file descriptor 1 to a file, read into the list.
-
-    The parent reads the child's last stdout line as its result; C's buffered output
-    would otherwise be flushed after it, at exit.
-    """
-    import ctypes
-
-    libc = ctypes.CDLL(None)
-    log: list[str] = []
-    with tempfile.TemporaryFile(mode="w+") as tmp:
-        sys.stdout.flush()
-        libc.fflush(None)
-        saved = os.dup(1)
-        os.dup2(tmp.fileno(), 1)
-        try:
-            yield log
-        finally:
-            sys.stdout.flush()
-            libc.fflush(None)
-            os.dup2(saved, 1)
-            os.close(saved)
-            tmp.seek(0)
-            log.append(tmp.read())
-
-
 def _run_fitsne(X, ee_iter: int, n_iter: int):
     """FIt-SNE: Annoy kNN, FFT forces, PCA init (std 1e-4, as openTSNE).
 
@@ -119,7 +93,7 @@ def _run_fitsne(X, ee_iter: int, n_iter: int):
     import fitsne
     import numpy as np
 
-    with _c_stdout_captured() as log:
+    with c_stdout_captured() as log:
         t0 = time.perf_counter()
         Y = fitsne.FItSNE(np.ascontiguousarray(X), perplexity=30, initialization="pca",
                           max_iter=ee_iter + n_iter, stop_early_exag_iter=ee_iter,
@@ -149,7 +123,7 @@ def _run_h2pack(X, ee_iter: int, n_iter: int):
             params.early_exag_iter = params.momentum_switch_iter = ee_iter
             return params
 
-    with tempfile.TemporaryDirectory() as tmp, _c_stdout_captured():
+    with tempfile.TemporaryDirectory() as tmp, c_stdout_captured():
         # once per machine it builds its proxy points (~20 s) and caches them on disk
         TSNE(max_iter=10, random_state=0).fit_transform(X[:200])
         csv = os.path.join(tmp, "profile.csv")

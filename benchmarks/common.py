@@ -9,6 +9,7 @@ their priors (``bench_auto_real.py``, ``bench_tree_ties.py``).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime
 import json
@@ -148,3 +149,31 @@ def limit_threads(threads: int) -> None:
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "NUMBA_NUM_THREADS"):
         os.environ[var] = str(threads)
+
+
+@contextlib.contextmanager
+def c_stdout_captured():
+    """Send what native code prints on file descriptor 1 to a file, read into the list.
+
+    The parent reads the child's last stdout line as its result; C's buffered output
+    would otherwise be flushed after it, at exit.
+    """
+    import ctypes
+    import tempfile
+
+    libc = ctypes.CDLL(None)
+    log: list[str] = []
+    with tempfile.TemporaryFile(mode="w+") as tmp:
+        sys.stdout.flush()
+        libc.fflush(None)
+        saved = os.dup(1)
+        os.dup2(tmp.fileno(), 1)
+        try:
+            yield log
+        finally:
+            sys.stdout.flush()
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            log.append(tmp.read())
