@@ -25,20 +25,22 @@ sampled are recorded and moved after, in edge order (heads in turn, each head's
 edges in order). A point's moves in an epoch then depend on the epoch's start and its own
 edges only, not on which thread handles which points or in what order: a seed gives the
 same map bit for bit on any number of threads. A tail's step is computed when it is
-applied, from the tail's and the head's positions at that moment (the heads' moves of
-the epoch done, and the tail's earlier moves in the pass), as umap-learn's tail moves
-are. Recording each tail's step against the epoch's start instead, and summing them
-after, let a point pulled as a tail by many edges at once overshoot (every pull aimed at
-where it stood at the epoch's start): on pc_like data (experiments/umap_quality.py,
-20,000 points) the map's 10-NN preservation was 0.081 against umap-learn's 0.088, and
-0.089 with the steps computed as they are applied. UMAP's layout instead updates shared
+applied, from the tail's position at that moment (its earlier moves of the pass done) and
+its head's where the heads' pass left it, as umap-learn's tail moves are; the tails run
+in parallel, each over its own edges in edge order. Recording each tail's step against
+the epoch's start instead, and summing them after, let a point pulled as a tail by many
+edges at once overshoot (every pull aimed at where it stood at the epoch's start): on
+pc_like data (experiments/umap_quality.py, 20,000 points) the map's 10-NN preservation
+was 0.081 against umap-learn's 0.088, and
+0.100 with the steps computed as they are applied. UMAP's layout instead updates shared
 points without locks ("hogwild"), so that on several threads the races make runs differ
 (two seeded fits of digits on two threads 8-27 units apart). Reading the others at the
 epoch's start is the staleness a hogwild thread sees anyway, bounded by one epoch: on
 digits the maps' 10-NN preservation moved by −0.002 to −0.005 (seed spread ~0.002), and
 the layout still matches umap-learn's (tests/test_sgd.py). The tails' moves are written
 by each head into its own range of a buffer (the tail's index), only for the edges
-sampled (~6 % an epoch), and applied in one serial pass over those.
+sampled (~6 % an epoch), grouped by tail in one serial counting pass, and applied tail by
+tail in parallel.
 
 Precision. ``Y`` is float64: the package's maps are float64 throughout, so a float32
 layout would be a copy (no in-place update) and a second compiled specialisation of the
@@ -206,25 +208,46 @@ def _heads(Y, Y_tail, same_map, head_ptr, tail, key_of, eps_sample, next_sample,
 
 
 @numba.njit(cache=True)
-def _tails(Y, head_ptr, moved, n_moved, lr, a, b):
-    # The fit's tail moves, in edge order (heads in turn, each head's sampled edges in
-    # order): each tail is pulled towards its head by the attraction's step computed from
-    # both ends' positions now, so that a tail of many edges moves step after step, as a
-    # head does, instead of by a sum of pulls all aimed from the epoch's start. Serial:
-    # tails are shared, and only the edges sampled (~6 % an epoch) are visited.
-    d = Y.shape[1]
-    for i in range(n_moved.shape[0]):
+def _group_by_tail(head_ptr, moved, n_moved, tail_ptr, tail_heads):
+    # The sampled edges grouped by tail, each tail's in edge order (heads in turn, each
+    # head's sampled edges in order): tail j's heads are tail_heads[tail_ptr[j] …
+    # tail_ptr[j + 1] − 1]. A counting sort: serial, a count and a copy an edge.
+    n = n_moved.shape[0]
+    tail_ptr[:] = 0
+    for i in range(n):
+        for place in range(head_ptr[i], head_ptr[i] + n_moved[i]):
+            tail_ptr[moved[place] + 1] += 1
+    for j in range(n):
+        tail_ptr[j + 1] += tail_ptr[j]
+    fill = tail_ptr[:-1].copy()
+    for i in range(n):
         for place in range(head_ptr[i], head_ptr[i] + n_moved[i]):
             j = moved[place]
-            if j == i:  # a self-loop: no force
+            tail_heads[fill[j]] = i
+            fill[j] += 1
+
+
+@threaded(PARALLEL_FROM_EDGES)
+def _tails(Y, heads_at, tail_ptr, tail_heads, lr, a, b, start, stop):
+    # The fit's tail moves, tails start … stop − 1: each tail is pulled towards its heads
+    # one edge after the other, in edge order, each step computed from the tail's position
+    # now and the head's where the heads' pass left it (heads_at), so that a tail of many
+    # edges moves step after step, as a head does, instead of by a sum of pulls all aimed
+    # from the epoch's start. A tail's moves read only its own position and heads_at: the
+    # tails run in parallel and the map does not depend on the threads.
+    d = Y.shape[1]
+    for j in range(start, stop):
+        for e in range(tail_ptr[j], tail_ptr[j + 1]):
+            i = tail_heads[e]
+            if i == j:  # a self-loop: no force
                 continue
             d2 = 0.0
             for k in range(d):
-                diff = Y[i, k] - Y[j, k]
+                diff = heads_at[i, k] - Y[j, k]
                 d2 += diff * diff
             coef = attraction_coefficient(d2, a, b)
             for k in range(d):
-                Y[j, k] -= lr * _clip(coef * (Y[i, k] - Y[j, k]))
+                Y[j, k] -= lr * _clip(coef * (heads_at[i, k] - Y[j, k]))
 
 
 @numba.njit(cache=True)
@@ -445,8 +468,9 @@ def optimize_layout(
     next_negative = np.zeros_like(eps)
     move_other = bool(move_other) and eps.size > 0
     size = eps.size if move_other else 0
-    moved = np.empty(size, dtype=np.int64)
+    moved, tail_heads = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
     n_moved = np.zeros(Y.shape[0] if move_other else 0, dtype=np.int64)
+    tail_ptr = np.zeros(Y.shape[0] + 1 if move_other else 0, dtype=np.int64)
     # a fit reads every position but the head's from the epoch's start
     frozen = np.empty_like(Y) if not transform else tail_map
     key = _finalize(np.uint64(int(seed) % (1 << 64)) + _GOLDEN)
@@ -464,7 +488,10 @@ def optimize_layout(
                    sampler.members, sampler.offsets, sampler.cdf, sampler.sample_weight,
                    rows, epoch_key, items=Y.shape[0], work=work)
         if move_other:
-            _tails(Y, head_ptr, moved, n_moved, lr, float(a), float(b))
+            _group_by_tail(head_ptr, moved, n_moved, tail_ptr, tail_heads)
+            np.copyto(frozen, Y)  # the heads where their pass left them
+            _tails.run(Y, frozen, tail_ptr, tail_heads, lr, float(a), float(b),
+                       items=Y.shape[0], work=work)
         if callback is not None and ((t + 1) % every == 0 or t + 1 == n_epochs):
             if callback(t + 1, Y):
                 break

@@ -3,9 +3,11 @@
 The objective, edge schedule, step coefficients, clip, learning-rate decay and
 class-stratified negatives are the numba engine's
 (:func:`ctsne.optimization.sgd.optimize_layout`). What differs is the order within an
-epoch: two synchronous passes instead of step after step. The first sums every due edge's
-attraction from the epoch's start; the second computes the negatives' repulsions from the
-map so moved (reading them before the attractions land loses neighbourhood preservation).
+epoch: synchronous passes instead of step after step. The first sums every due edge's
+attraction on its head from the epoch's start, the second on its tail from where the
+heads landed (a tail of several edges takes their sum, not one after the other); the
+last computes the negatives' repulsions from the map so moved (reading them before the
+attractions land loses neighbourhood preservation).
 
 Random numbers come from one ``torch.Generator`` seeded by the fit, drawn in a fixed
 order; the sums run through ``index_add_``, which is deterministic on the CPU and, with
@@ -144,7 +146,19 @@ def torch_layout(Y: np.ndarray, head: np.ndarray, tail: np.ndarray,
             step = lr * (coef[:, None] * diff).clamp(-GRADIENT_CLIP, GRADIENT_CLIP)
             move.zero_()
             move.index_add_(0, h, step)
-            move.index_add_(0, j, -step)
+            Yd += move
+            # the tails after the heads, each step from both ends where the heads' pass
+            # left them (the numba engine's tail pass; it takes a tail's several edges
+            # one after the other, here they sum)
+            diff = Yd[h] - Yd[j]
+            d2 = (diff * diff).sum(1)
+            d2b = d2.pow(b)
+            safe = torch.where(d2 > 0, d2, torch.ones_like(d2))
+            coef = torch.where(d2 > 0, -2.0 * a * b * (d2b / safe) / (1.0 + a * d2b),
+                               torch.zeros_like(d2))
+            move.zero_()
+            move.index_add_(0, j, -lr * (coef[:, None] * diff).clamp(-GRADIENT_CLIP,
+                                                                      GRADIENT_CLIP))
             # the attractions land before the negatives are read: the order the numba
             # engine's steps keep within a head, and the maps' quality with it
             Yd += move
