@@ -63,6 +63,19 @@ def last_classes(sampler: NegativeSampler, device):
     return torch.as_tensor(last.astype(np.int64), device=device)
 
 
+def _attraction_steps(diff, a: float, b: float, lr: float):
+    """The attraction's step on each edge's head (``diff = y_head − y_tail``), clipped as
+    the numba engine's; the tail takes its opposite."""
+    torch = load_torch()
+    d2 = (diff * diff).sum(1)
+    d2b = d2.pow(b)
+    safe = torch.where(d2 > 0, d2, torch.ones_like(d2))
+    # a self-loop or a point on its tail: d2 = 0, no force
+    coef = torch.where(d2 > 0, -2.0 * a * b * (d2b / safe) / (1.0 + a * d2b),
+                       torch.zeros_like(d2))
+    return lr * (coef[:, None] * diff).clamp(-GRADIENT_CLIP, GRADIENT_CLIP)
+
+
 def draw_negatives(members, offsets, cdf_shifted, last, src, u1, u2):
     """:func:`ctsne.optimization.negatives.draw` for a batch of draws: for each, the first
     class whose cumulative probability for source row ``src`` exceeds ``u1`` (one sorted
@@ -136,32 +149,15 @@ def torch_layout(Y: np.ndarray, head: np.ndarray, tail: np.ndarray,
             end = float(t + 1)
             e = torch.nonzero(next_sample <= end).reshape(-1)
             h, j = h_all[e], t_all[e]
-            diff = Yd[h] - Yd[j]
-            d2 = (diff * diff).sum(1)
-            d2b = d2.pow(b)
-            safe = torch.where(d2 > 0, d2, torch.ones_like(d2))
-            # a self-loop or a point on its tail: d2 = 0, no force
-            coef = torch.where(d2 > 0, -2.0 * a * b * (d2b / safe) / (1.0 + a * d2b),
-                               torch.zeros_like(d2))
-            step = lr * (coef[:, None] * diff).clamp(-GRADIENT_CLIP, GRADIENT_CLIP)
-            move.zero_()
-            move.index_add_(0, h, step)
-            Yd += move
-            # the tails after the heads, each step from both ends where the heads' pass
-            # left them (the numba engine's tail pass; it takes a tail's several edges
-            # one after the other, here they sum)
-            diff = Yd[h] - Yd[j]
-            d2 = (diff * diff).sum(1)
-            d2b = d2.pow(b)
-            safe = torch.where(d2 > 0, d2, torch.ones_like(d2))
-            coef = torch.where(d2 > 0, -2.0 * a * b * (d2b / safe) / (1.0 + a * d2b),
-                               torch.zeros_like(d2))
-            move.zero_()
-            move.index_add_(0, j, -lr * (coef[:, None] * diff).clamp(-GRADIENT_CLIP,
-                                                                      GRADIENT_CLIP))
+            # the heads first, then the tails, each step from both ends where the pass
+            # before left them (the numba engine's tail pass takes a tail's several edges
+            # one after the other; here they sum)
+            for ends, sign in ((h, 1.0), (j, -1.0)):
+                move.zero_()
+                move.index_add_(0, ends, sign * _attraction_steps(Yd[h] - Yd[j], a, b, lr))
+                Yd += move
             # the attractions land before the negatives are read: the order the numba
             # engine's steps keep within a head, and the maps' quality with it
-            Yd += move
             next_sample[e] += eps_d[e]
             if nsr > 0:
                 owed = torch.floor((end - next_neg[e]) / eps_neg[e]).clamp(min=0)
