@@ -54,13 +54,11 @@ class SharedStatePrior(Prior):
     def terms(self) -> list[PriorTerm]:
         """The four partition terms of the module note (zero coefficients left out)."""
         c, s = self.codes[0], self.states
-        a, b = float(self.alphas[0]), float(self.betas[0])
         groups = self._groups()[0]
-        out = [PriorTerm(1.0, None, 1),
-               PriorTerm(a - 1.0, c, int(c.max()) + 1),
-               PriorTerm(b - 1.0, s, self.n_states),
-               PriorTerm(1.0 - b, groups, int(groups.max()) + 1)]
-        return [t for t in out if t.coef != 0.0]
+        codes = {(): None, (0,): c, (1,): s, (0, 1): groups}
+        return [PriorTerm(coef, codes[cols], 1 if codes[cols] is None
+                          else int(codes[cols].max()) + 1)
+                for coef, cols in self.column_terms()]
 
     def column_terms(self) -> list[tuple[float, tuple[int, ...]]]:
         """:meth:`terms` over the code columns ``[classes, states]``: ``(coef, columns)``,
