@@ -312,13 +312,15 @@ class GraphEmbedding(ConditionalEmbedding):
         k = self._n_reference()
         if is_exact_search(*X_ref.shape, self.neighbors):
             return reference_neighbors(X_ref, X_new, k, self.metric, self.n_jobs)
-        from pynndescent import NNDescent
+        from ..neighbors.descent import descent_index, quiet_cache_notes
 
         seed = None if self.random_state is None else int(
             np.random.default_rng(self.random_state).integers(_SEED_HIGH))
-        index = NNDescent(X_ref, n_neighbors=k + 1, metric=self.metric, random_state=seed,
-                          n_jobs=-1 if self.n_jobs is None else self.n_jobs, low_memory=True)
-        idx, dist = index.query(X_new, k=k)
+        index = descent_index(X_ref, n_neighbors=k + 1, metric=self.metric,
+                              random_state=seed,
+                              n_jobs=-1 if self.n_jobs is None else self.n_jobs, low_memory=True)
+        with quiet_cache_notes():
+            idx, dist = index.query(X_new, k=k)
         return idx.astype(np.int64), dist.astype(np.float64)
 
 

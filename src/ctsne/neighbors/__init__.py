@@ -2,6 +2,8 @@
 
 - :mod:`~ctsne.neighbors.search`: exact (scikit-learn) or approximate (pynndescent) search,
   and the rule that chooses between them.
+- :mod:`~ctsne.neighbors.descent`: pynndescent's index, with numba's cache switched on for
+  its functions (a new process compiles half as much).
 - :mod:`~ctsne.neighbors.brute`: exact brute-force search for queries far from the data.
 - :mod:`~ctsne.neighbors.kdtree`: ctsne's own exact k-d tree, searched a leaf of queries
   at a time.

@@ -129,13 +129,14 @@ class SearchIndex:
     def _graph(self):
         """pynndescent's index of the points, built on first use."""
         if self._nn is None:
-            from pynndescent import NNDescent
+            from .descent import descent_index, quiet_cache_notes
 
             data, metric, random_state, jobs = self._descent
-            self._nn = NNDescent(data, n_neighbors=min(30, len(self.rows) - 1) or 1,
+            self._nn = descent_index(data, n_neighbors=min(30, len(self.rows) - 1) or 1,
                                  metric=metric, random_state=random_state, n_jobs=jobs,
                                  low_memory=True)
-            self._nn.prepare()
+            with quiet_cache_notes():
+                self._nn.prepare()
         return self._nn
 
     def _beyond_scan(self, m: int) -> bool:
@@ -175,7 +176,10 @@ class SearchIndex:
             elif self.exact:
                 d, i = self._nn.query(Q[start:stop], k)
             else:
-                i, d = self._graph().query(Q[start:stop], k=k)
+                from .descent import quiet_cache_notes
+
+                with quiet_cache_notes():
+                    i, d = self._graph().query(Q[start:stop], k=k)
             idx[start:stop], dist[start:stop] = self.rows[i], d
         return idx, dist
 

@@ -256,9 +256,9 @@ def nearest_neighbors(
         dist = np.empty((n, k))
         nn.neighbors_of(X, nn.order, k, idx, dist, progress)
         return idx, dist
-    from pynndescent import NNDescent
+    from .descent import descent_index
 
-    index = NNDescent(
+    index = descent_index(
         X,
         n_neighbors=k + 1,
         metric=metric,
