@@ -168,7 +168,7 @@ def _counts(members, offsets, cdf, row, key, n_draws):
     out = np.zeros(members.shape[0], dtype=np.int64)
     for e in range(n_draws):
         u1, u2 = _uniform_pair(_chain(key, e), 0)
-        out[draw(members, offsets, cdf, row, u1, u2)] += 1
+        out[members[draw(offsets, cdf, row, u1, u2)]] += 1
     return out
 
 
@@ -285,6 +285,34 @@ def test_in_place_callback_and_stop(one_thread):
     with pytest.raises(ValueError):
         optimize_layout(Z, head, tail + len(Z), epochs_per_sample(w, 5), 5, 1.0, 1.0,
                         NegativeSampler.uniform(len(Z)))
+
+
+def test_a_prior_fit_updates_the_callers_array_and_keeps_it_on_interrupt(one_thread):
+    # with a prior the SGD moves a copy renumbered by class: the caller's array must hold
+    # each callback's state, and the last complete epoch's when Ctrl-C stops the run
+    X, labels, head, tail, w, Y0 = _small_graph()
+    sampler = NegativeSampler.from_classes(labels[::-1].copy(), 0.5 + 1.5 * np.eye(3))
+    assert not np.array_equal(sampler.members, np.arange(len(Y0)))
+    eps = epochs_per_sample(w, 60)
+    seen = {}
+
+    def record(epoch, Y):
+        seen[epoch] = Y.copy()
+
+    full = optimize_layout(Y0.copy(), head, tail, eps, 60, 1.577, 0.895, sampler, seed=2,
+                           callback=record, callback_every=20)
+    np.testing.assert_array_equal(seen[60], full)
+    assert not np.array_equal(seen[20], seen[40])
+
+    def stop(epoch, Y):
+        if epoch == 40:
+            raise KeyboardInterrupt
+
+    Y = Y0.copy()
+    with pytest.raises(KeyboardInterrupt):
+        optimize_layout(Y, head, tail, eps, 60, 1.577, 0.895, sampler, seed=2, callback=stop,
+                        callback_every=20)
+    np.testing.assert_array_equal(Y, seen[40])
 
 
 def test_transform_moves_only_the_new_points(one_thread):

@@ -113,8 +113,8 @@ def test_a_batch_of_negatives_is_drawn_as_the_numba_draw():
     src = rng.integers(0, len(sampler.cdf), m)
     u1, u2 = rng.random(m), rng.random(m)
     u1[:4] = [0.0, 1.0 - 2.0**-32, sampler.cdf[0, 0], sampler.cdf[2, 1]]  # the edges
-    want = np.array([draw(sampler.members, sampler.offsets, sampler.cdf, s, a, b)
-                     for s, a, b in zip(src, u1, u2, strict=True)])
+    want = sampler.members[[draw(sampler.offsets, sampler.cdf, s, a, b)
+                            for s, a, b in zip(src, u1, u2, strict=True)]]
     got = draw_negatives(torch.tensor(sampler.members, device=DEVICE),
                          torch.tensor(sampler.offsets, device=DEVICE),
                          shifted_cdf(sampler, DEVICE), last_classes(sampler, DEVICE),
@@ -134,8 +134,8 @@ def test_a_draw_near_1_stays_in_its_rows_last_class():
     rows = len(sampler.cdf)
     src = np.arange(rows)
     u1, u2 = np.full(rows, 1.0 - 2.0**-53), np.full(rows, 0.3)
-    want = [draw(sampler.members, sampler.offsets, sampler.cdf, r, a, b)
-            for r, a, b in zip(src, u1, u2, strict=True)]
+    want = sampler.members[[draw(sampler.offsets, sampler.cdf, r, a, b)
+                            for r, a, b in zip(src, u1, u2, strict=True)]]
     got = draw_negatives(torch.tensor(sampler.members, device=DEVICE),
                          torch.tensor(sampler.offsets, device=DEVICE),
                          shifted_cdf(sampler, DEVICE), last_classes(sampler, DEVICE),

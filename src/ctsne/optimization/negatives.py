@@ -174,12 +174,12 @@ def _rows(W: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True)
-def draw(members, offsets, cdf, row, u1, u2):
+def draw(offsets, cdf, row, u1, u2):
     """One negative: a class from ``cdf[row]`` by ``u1``, a point in it by ``u2``.
 
     Parameters
     ----------
-    members, offsets, cdf : ndarray
+    offsets, cdf : ndarray
         The :class:`NegativeSampler`'s arrays.
     row : int
         Source row (the head point's class, or an extra row).
@@ -189,7 +189,8 @@ def draw(members, offsets, cdf, row, u1, u2):
     Returns
     -------
     int
-        The drawn point's index.
+        The drawn point's position in ``members`` (its index where the points are
+        numbered in member order, as the SGD numbers them).
     """
     # the first class whose cumulative probability exceeds u1: classes of probability 0
     # repeat the previous entry and so are never the first to exceed it
@@ -206,4 +207,4 @@ def draw(members, offsets, cdf, row, u1, u2):
     k = int(u2 * size)
     if k >= size:  # u2 within rounding of 1
         k = size - 1
-    return members[start + k]
+    return start + k

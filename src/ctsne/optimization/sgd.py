@@ -152,7 +152,7 @@ def repulsion_coefficient(d2, a, b, gamma, eps):
 @threaded(PARALLEL_FROM_EDGES)
 def _heads(Y, Y_tail, same_map, head_ptr, tail, key_of, eps_sample, next_sample,
            eps_negative, next_negative, epoch_end, lr, a, b, gamma, rep_eps, move_other,
-           moved, n_moved, members, offsets, cdf, sample_weight, source_row,
+           moved, n_moved, offsets, cdf, sample_weight, source_row,
            epoch_key, start, stop):
     # One epoch's head moves, heads start … stop − 1 (edges grouped by head: head i's are
     # head_ptr[i] … head_ptr[i + 1] − 1): every edge due by epoch_end is sampled once,
@@ -161,7 +161,8 @@ def _heads(Y, Y_tail, same_map, head_ptr, tail, key_of, eps_sample, next_sample,
     # reference in a transform, so no part reads what another writes. A fit's tail moves
     # are only recorded for _tails: head i's c-th sampled edge puts its tail at place
     # head_ptr[i] + c of moved (the part's own range), and their count in n_moved[i].
-    # Edge q's draws are keyed by key_of[q].
+    # Edge q's draws are keyed by key_of[q]. Points are numbered in the sampler's member
+    # order (optimize_layout renumbers them), so a draw's position is the point's index.
     d = Y.shape[1]
     for i in range(start, stop):
         row = source_row[i]
@@ -192,7 +193,7 @@ def _heads(Y, Y_tail, same_map, head_ptr, tail, key_of, eps_sample, next_sample,
             state = _chain(epoch_key, key_of[q])
             for p in range(n_neg):
                 u1, u2 = _uniform_pair(state, p)
-                m = draw(members, offsets, cdf, row, u1, u2)
+                m = draw(offsets, cdf, row, u1, u2)
                 if same_map and m == i:  # a draw of i itself: y_i − y_i = 0, no force
                     continue
                 d2 = 0.0
@@ -208,10 +209,11 @@ def _heads(Y, Y_tail, same_map, head_ptr, tail, key_of, eps_sample, next_sample,
 
 
 @numba.njit(cache=True)
-def _group_by_tail(head_ptr, moved, n_moved, tail_ptr, tail_heads):
-    # The sampled edges grouped by tail, each tail's in edge order (heads in turn, each
-    # head's sampled edges in order): tail j's heads are tail_heads[tail_ptr[j] …
-    # tail_ptr[j + 1] − 1]. A counting sort: serial, a count and a copy an edge.
+def _group_by_tail(head_ptr, moved, n_moved, head_order, tail_ptr, tail_heads):
+    # The sampled edges grouped by tail, each tail's in edge order (heads in turn, in the
+    # caller's numbering, head_order[o] being head o's index here; each head's sampled
+    # edges in order): tail j's heads are tail_heads[tail_ptr[j] … tail_ptr[j + 1] − 1].
+    # A counting sort: serial, a count and a copy an edge.
     n = n_moved.shape[0]
     tail_ptr[:] = 0
     for i in range(n):
@@ -220,7 +222,8 @@ def _group_by_tail(head_ptr, moved, n_moved, tail_ptr, tail_heads):
     for j in range(n):
         tail_ptr[j + 1] += tail_ptr[j]
     fill = tail_ptr[:-1].copy()
-    for i in range(n):
+    for o in range(n):
+        i = head_order[o]
         for place in range(head_ptr[i], head_ptr[i] + n_moved[i]):
             j = moved[place]
             tail_heads[fill[j]] = i
@@ -454,10 +457,52 @@ def optimize_layout(
     if keyed and keys.shape != head.shape:
         raise ValueError(f"keys must hold one key per edge ({head.shape[0]})")
 
+    # The points the sampler draws from are numbered in its member order (each class's
+    # points together), so that a negative's draw is its index: reading the member table
+    # first made every negative two dependent random loads (~1.5× the SGD's time). A fit
+    # moves a renumbered copy and writes it back (also on Ctrl-C); a transform renumbers
+    # the reference map. Draws and steps are those of the caller's numbering.
+    perm = sampler.members
+    renumber = not np.array_equal(perm, np.arange(perm.shape[0]))
+    Yw, head_order = Y, np.arange(Y.shape[0])
+    if renumber:
+        inv = np.empty_like(perm)
+        inv[perm] = np.arange(perm.shape[0])
+        tail = inv[tail]
+        if transform:
+            tail_map = tail_map[perm]
+        else:
+            head, Yw, rows, head_order = inv[head], Y[perm], rows[perm], inv
+    try:
+        _epochs(Yw, tail_map if transform else None, head, tail, eps, keys if keyed else None,
+                head_order, n_epochs, a, b, sampler, rows, gamma, negative_sample_rate,
+                initial_lr, seed, move_other,
+                None if callback is None else _in_caller_order(callback, Y, Yw, perm, renumber),
+                callback_every)
+    finally:
+        if renumber and not transform:
+            Y[perm] = Yw
+    return Y
+
+
+def _in_caller_order(callback, Y, Yw, perm, renumber):
+    """``callback(epochs, Y)`` with ``Y`` brought up to date from the working copy."""
+    def call(epochs, _):
+        if renumber:
+            Y[perm] = Yw
+        return callback(epochs, Y)
+    return call
+
+
+def _epochs(Y, Y_ref, head, tail, eps, keys, head_order, n_epochs, a, b, sampler, rows,
+            gamma, negative_sample_rate, initial_lr, seed, move_other, callback,
+            callback_every) -> None:
+    """The epochs of :func:`optimize_layout`, on points numbered in member order."""
+    transform = Y_ref is not None
     # edges grouped by head (stable: in their order within a head), their draws keyed by
     # their given keys or their positions as given
     order = np.argsort(head, kind="stable")
-    key_of = keys[order] if keyed else order.astype(np.uint64)
+    key_of = keys[order] if keys is not None else order.astype(np.uint64)
     head_ptr = _pointers(head[order], Y.shape[0])
     tail, eps = tail[order], eps[order]
     next_sample = eps.copy()
@@ -472,7 +517,7 @@ def optimize_layout(
     n_moved = np.zeros(Y.shape[0] if move_other else 0, dtype=np.int64)
     tail_ptr = np.zeros(Y.shape[0] + 1 if move_other else 0, dtype=np.int64)
     # a fit reads every position but the head's from the epoch's start
-    frozen = np.empty_like(Y) if not transform else tail_map
+    frozen = np.empty_like(Y) if not transform else Y_ref
     key = _finalize(np.uint64(int(seed) % (1 << 64)) + _GOLDEN)
     every = max(1, int(callback_every))
     work = eps.size + Y.shape[0]
@@ -485,17 +530,16 @@ def optimize_layout(
         _heads.run(Y, frozen, not transform, head_ptr, tail, key_of, eps, next_sample,
                    eps_negative, next_negative, float(t + 1), lr, float(a), float(b),
                    float(gamma), REPULSION_EPS, move_other, moved, n_moved,
-                   sampler.members, sampler.offsets, sampler.cdf, sampler.sample_weight,
+                   sampler.offsets, sampler.cdf, sampler.sample_weight,
                    rows, epoch_key, items=Y.shape[0], work=work)
         if move_other:
-            _group_by_tail(head_ptr, moved, n_moved, tail_ptr, tail_heads)
+            _group_by_tail(head_ptr, moved, n_moved, head_order, tail_ptr, tail_heads)
             np.copyto(frozen, Y)  # the heads where their pass left them
             _tails.run(Y, frozen, tail_ptr, tail_heads, lr, float(a), float(b),
                        items=Y.shape[0], work=work)
         if callback is not None and ((t + 1) % every == 0 or t + 1 == n_epochs):
             if callback(t + 1, Y):
                 break
-    return Y
 
 
 def _pointers(sorted_ends: np.ndarray, n: int) -> np.ndarray:
