@@ -19,7 +19,11 @@ plain (and with the prior on request); openTSNE's default TSNE, tsne-h2pack's de
 and umap-learn's UMAP() (no random_state, so it runs in parallel) where installed. All on
 ``--threads`` threads (BLAS, OpenMP and numba capped too); each child first fits 2,000
 rows untimed, so numba's compilation and cache loading (and tsne-h2pack's proxy points)
-stay out of the times (``--cold`` keeps them in).
+stay out of the times (``--cold`` keeps them in). That small fit searches exactly, so the
+part of pynndescent that numba cannot cache (its descent, ~15 s at 50 features) is
+compiled in the timed fit of ctsne and of umap-learn alike; ctsne's cacheable part comes
+from numba's cache once any earlier process has run a search
+(:mod:`ctsne.neighbors.descent`).
 
 Row: total seconds of the fit; affinities_s and optimization_s (ctsne: its ``timings_``,
 all of it in ``stages``; openTSNE: ``prepare_initial`` (kNN, P and the PCA start) and the
