@@ -36,6 +36,7 @@ from ..tuning import (
     SCAN_MAX_PAIRS,
 )
 from .brute import brute_knn, brute_within_classes
+from .descent import descent_index, quiet_cache_notes
 from .representatives import lists_from_representatives, place_rows, representatives
 from .search import (
     QUERY_CHUNK,
@@ -129,12 +130,10 @@ class SearchIndex:
     def _graph(self):
         """pynndescent's index of the points, built on first use."""
         if self._nn is None:
-            from .descent import descent_index, quiet_cache_notes
-
             data, metric, random_state, jobs = self._descent
             self._nn = descent_index(data, n_neighbors=min(30, len(self.rows) - 1) or 1,
-                                 metric=metric, random_state=random_state, n_jobs=jobs,
-                                 low_memory=True)
+                                     metric=metric, random_state=random_state, n_jobs=jobs,
+                                     low_memory=True)
             with quiet_cache_notes():
                 self._nn.prepare()
         return self._nn
@@ -176,8 +175,6 @@ class SearchIndex:
             elif self.exact:
                 d, i = self._nn.query(Q[start:stop], k)
             else:
-                from .descent import quiet_cache_notes
-
                 with quiet_cache_notes():
                     i, d = self._graph().query(Q[start:stop], k=k)
             idx[start:stop], dist[start:stop] = self.rows[i], d

@@ -31,8 +31,8 @@ in parallel, each over its own edges in edge order. Recording each tail's step a
 the epoch's start instead, and summing them after, let a point pulled as a tail by many
 edges at once overshoot (every pull aimed at where it stood at the epoch's start): on
 pc_like data (experiments/umap_quality.py, 20,000 points) the map's 10-NN preservation
-was 0.081 against umap-learn's 0.088, and
-0.100 with the steps computed as they are applied. UMAP's layout instead updates shared
+was 0.081 against umap-learn's 0.088, and 0.100 with the steps computed as they are
+applied. UMAP's layout instead updates shared
 points without locks ("hogwild"), so that on several threads the races make runs differ
 (two seeded fits of digits on two threads 8-27 units apart). Reading the others at the
 epoch's start is the staleness a hogwild thread sees anyway, bounded by one epoch: on
@@ -477,7 +477,7 @@ def optimize_layout(
         _epochs(Yw, tail_map if transform else None, head, tail, eps, keys if keyed else None,
                 head_order, n_epochs, a, b, sampler, rows, gamma, negative_sample_rate,
                 initial_lr, seed, move_other,
-                None if callback is None else _in_caller_order(callback, Y, Yw, perm, renumber),
+                _in_caller_order(callback, Y, Yw, perm) if renumber and callback else callback,
                 callback_every)
     finally:
         if renumber and not transform:
@@ -485,11 +485,10 @@ def optimize_layout(
     return Y
 
 
-def _in_caller_order(callback, Y, Yw, perm, renumber):
-    """``callback(epochs, Y)`` with ``Y`` brought up to date from the working copy."""
+def _in_caller_order(callback, Y, Yw, perm):
+    """``callback(epochs, Y)`` with ``Y`` brought up to date from the renumbered copy."""
     def call(epochs, _):
-        if renumber:
-            Y[perm] = Yw
+        Y[perm] = Yw
         return callback(epochs, Y)
     return call
 
